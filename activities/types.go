@@ -1,0 +1,124 @@
+package activities
+
+// Inputs and results of the activities. One struct per activity so fields can be added without
+// breaking running histories. Nothing here grows with the size of a topic (DESIGN.md rule 2): the
+// plan and the staged output stats live in PostgreSQL and are found by topic ID and run ID.
+
+// Error types of non-retryable application errors (DESIGN.md rule 9). Workflows list them in
+// retry policies; tests match on them.
+const (
+	// ErrTypeInput: the topic's data is bad (corrupt or missing chunk, schema mismatch, no or
+	// wrong timestamp column, no chunks). Retrying cannot help.
+	ErrTypeInput = "StoreoptInputError"
+	// ErrTypeVerification: the output does not match the input; nothing was switched.
+	ErrTypeVerification = "StoreoptVerificationError"
+	// ErrTypeLeaseLost: another run holds the topic now; this run must stop writing.
+	ErrTypeLeaseLost = "StoreoptLeaseLostError"
+	// ErrTypeChunkSetChanged: the topic's chunks changed between plan and commit.
+	ErrTypeChunkSetChanged = "StoreoptChunkSetChangedError"
+	// ErrTypeNotFound: the topic does not exist or is not finalized.
+	ErrTypeNotFound = "StoreoptNotFoundError"
+)
+
+// NonRetryableErrorTypes lists every error type above, for RetryPolicy.NonRetryableErrorTypes.
+var NonRetryableErrorTypes = []string{
+	ErrTypeInput, ErrTypeVerification, ErrTypeLeaseLost, ErrTypeChunkSetChanged, ErrTypeNotFound,
+}
+
+// EnqueueTopicsInput is the input of EnqueueTopics.
+type EnqueueTopicsInput struct{}
+
+// EnqueueTopicsResult says how many topics were newly queued and how many are queued in all.
+type EnqueueTopicsResult struct {
+	Added  int
+	Queued int
+}
+
+// ListQueuedTopicsInput asks for one page of the queue, in topic ID order, after AfterTopicID.
+type ListQueuedTopicsInput struct {
+	AfterTopicID int64
+	Limit        int // at most 1000
+}
+
+// QueuedTopic is one queued topic.
+type QueuedTopic struct {
+	TopicID int64
+	Locator string
+}
+
+// ListQueuedTopicsResult is one page of the queue.
+type ListQueuedTopicsResult struct {
+	Topics []QueuedTopic
+}
+
+// LeaseInput is the input of Lease. The owner (workflow ID) and fencing token (run ID) are taken
+// from the activity's own workflow execution, not from the input.
+type LeaseInput struct {
+	TopicID int64
+}
+
+// LeaseResult is the lease taken.
+type LeaseResult struct {
+	Locator     string
+	OldPrefix   string
+	FreshPrefix string
+}
+
+// ReadSortInput is the input of ReadSort.
+type ReadSortInput struct {
+	TopicID           int64
+	MaxChunkSizeBytes int64 // soft limit of one output chunk, bytes; 0 = 256000000
+	// GroupTargetChunks is the number of output chunks per WriteChunks activity; 0 = 8.
+	GroupTargetChunks int
+}
+
+// ReadSortResult summarizes the plan stored in the catalog.
+type ReadSortResult struct {
+	InputChunks  int
+	InputRows    int64
+	InputBytes   int64
+	OutputChunks int
+	Groups       int // number of WriteChunks activities to run, groups 0..Groups-1
+}
+
+// WriteChunksInput names one output group of the stored plan.
+type WriteChunksInput struct {
+	TopicID int64
+	Group   int
+}
+
+// WriteChunksResult summarizes the chunks written and staged.
+type WriteChunksResult struct {
+	Chunks int
+	Rows   int64
+	Bytes  int64
+}
+
+// CommitInput is the input of Commit.
+type CommitInput struct {
+	TopicID int64
+}
+
+// CommitResult says what Commit did.
+type CommitResult struct {
+	AlreadyCommitted bool
+	OldPrefix        string
+	NewPrefix        string
+	InputChunks      int
+	OutputChunks     int
+	Rows             int64
+	InputBytes       int64
+	OutputBytes      int64
+}
+
+// ReleaseInput is the input of Release.
+type ReleaseInput struct {
+	TopicID int64
+	Reason  string
+}
+
+// ReleaseResult says whether the lease was still ours and what was deleted.
+type ReleaseResult struct {
+	Released       bool
+	DeletedObjects int
+}

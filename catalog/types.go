@@ -1,0 +1,104 @@
+// Package catalog is storeopt's PostgreSQL catalog: sequences, topics, chunks, the optimization
+// queue with its leases, plans and staged output chunks. Every query is parameterized; no SQL is
+// ever built from a locator or an object key. The schema is created by versioned, embedded goose
+// migrations (Migrate).
+package catalog
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned when a topic, lease or plan the caller names does not exist.
+var ErrNotFound = errors.New("catalog: not found")
+
+// ErrLeaseLost is returned by lease-guarded calls (SavePlan, StageChunk, Commit) when the topic's
+// queue row is gone or now belongs to another run (fencing token mismatch): a newer run took the
+// topic over, so this run must not write to the catalog.
+var ErrLeaseLost = errors.New("catalog: lease lost to another run")
+
+// ErrChunkSetChanged is returned by Commit when the topic's chunk set is no longer the one the
+// plan was computed from (a chunk was added, removed or replaced in between).
+var ErrChunkSetChanged = errors.New("catalog: topic chunk set changed since planning")
+
+// Topic is one row of the topics table.
+type Topic struct {
+	ID                  int64
+	SequenceID          int64
+	Locator             string // "<sequence>/<topic/path>"
+	DataPrefix          string // "tp_<ULID>"
+	SerializationFormat string // "parquet"
+	CreatedAt           time.Time
+	FinalizedAt         *time.Time // nil while ingestion is still writing
+	OptimizedAt         *time.Time // nil until the first committed optimization
+	MinTimestampNs      *int64     // nil when the topic has no non-null timestamp
+	MaxTimestampNs      *int64
+	ChunkSetVersion     int64 // bumped by every change to the topic's chunk rows
+}
+
+// ColumnStats are the per-column statistics of one chunk. Min and Max are JSON-friendly values
+// (int64 and float64 as numbers, strings as strings); they are nil for binary and nested columns
+// and for all-null columns. NaN and ±Inf are never stored (they are skipped when computing).
+type ColumnStats struct {
+	Min       any   `json:"min,omitempty"`
+	Max       any   `json:"max,omitempty"`
+	NullCount int64 `json:"null_count"`
+}
+
+// Chunk is one row of the chunks table: one Parquet object of a topic.
+type Chunk struct {
+	ID                 int64
+	TopicID            int64
+	Ordinal            int    // 0-based position in ingestion order (catalog order)
+	ObjectKey          string // "<prefix>/data/NNNNN.parquet"
+	SizeBytes          int64  // object size in the store
+	RowCount           int64
+	ArrowSizeBytes     int64  // uncompressed Arrow bytes of all rows
+	MinTimestampNs     *int64 // nil when every timestamp is null (or no rows)
+	MaxTimestampNs     *int64
+	TimestampNullCount int64
+	ColumnStats        map[string]ColumnStats // keyed by top-level field name
+}
+
+// QueuedTopic is one entry of the optimization queue as listed by ListQueued.
+type QueuedTopic struct {
+	TopicID int64
+	Locator string
+}
+
+// Lease is the queue row of a topic held by one optimization run.
+type Lease struct {
+	TopicID      int64
+	Locator      string
+	Owner        string // workflow ID of the holder
+	FencingToken string // run ID of the holder
+	FreshPrefix  string // "tp_<ULID>": where this run writes its output
+	OldPrefix    string // the topic's current data prefix
+	LeasedAt     time.Time
+}
+
+// PlanRecord is a plan as stored in the plans table: the planner's output serialized as JSON by
+// the caller (the catalog does not interpret it), plus the facts Commit checks.
+type PlanRecord struct {
+	TopicID         int64
+	FencingToken    string // run ID that computed the plan
+	FreshPrefix     string
+	ChunkSetVersion int64  // topics.chunk_set_version when the plan was computed
+	InputChunkIDs   []int64 // chunk IDs the plan reads, in ordinal order
+	Body            []byte  // JSON plan (see package plan)
+}
+
+// StagedChunk is an output chunk written by WriteChunks and waiting for Commit.
+type StagedChunk struct {
+	Chunk          // TopicID, Ordinal, ObjectKey, sizes and stats of the new chunk (ID unused)
+	Digest  []byte // order-independent content digest of the chunk's rows (package verify)
+}
+
+// CommitResult says what Commit did.
+type CommitResult struct {
+	AlreadyCommitted bool // the run had committed before: nothing was done this time
+	OldPrefix        string
+	NewPrefix        string
+	InputChunks      int
+	OutputChunks     int
+}
