@@ -16,6 +16,9 @@ import (
 type Activities struct {
 	Catalog *catalog.Catalog
 	Bucket  *blob.Bucket
+	// MemoryPoolBytes caps the memory all activities of this worker use together, bytes
+	// (STOREOPT_MEMORY_POOL_SIZE); 0 = unlimited.
+	MemoryPoolBytes int64
 }
 
 var errTODO = errors.New("not implemented yet")
