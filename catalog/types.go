@@ -21,6 +21,19 @@ var ErrLeaseLost = errors.New("catalog: lease lost to another run")
 // plan was computed from (a chunk was added, removed or replaced in between).
 var ErrChunkSetChanged = errors.New("catalog: topic chunk set changed since planning")
 
+// ErrInvalid is returned when an argument cannot be stored: an empty or non-UTF-8 locator,
+// prefix or object key (PostgreSQL text refuses invalid UTF-8 and NUL bytes), a negative ordinal
+// or size, a plan whose fresh prefix is not the lease's. Retrying the same call cannot succeed.
+var ErrInvalid = errors.New("catalog: invalid argument")
+
+// ErrTopicFinalized is returned by AddChunk when the topic is finalized: its chunk set only
+// changes through a committed optimization from then on.
+var ErrTopicFinalized = errors.New("catalog: topic is finalized")
+
+// ErrAlreadyExists is returned by CreateTopic when the locator is taken by a topic with a
+// different sequence, prefix or format, and by AddChunk when the ordinal is taken.
+var ErrAlreadyExists = errors.New("catalog: already exists")
+
 // Topic is one row of the topics table.
 type Topic struct {
 	ID                  int64
@@ -75,6 +88,9 @@ type Lease struct {
 	FreshPrefix  string // "tp_<ULID>": where this run writes its output
 	OldPrefix    string // the topic's current data prefix
 	LeasedAt     time.Time
+	// PreviousFreshPrefix is set only by the AcquireLease call that took the lease over from
+	// another run: that run's fresh prefix, whose partial output nothing references any more.
+	PreviousFreshPrefix string
 }
 
 // PlanRecord is a plan as stored in the plans table: the planner's output serialized as JSON by
@@ -83,15 +99,15 @@ type PlanRecord struct {
 	TopicID         int64
 	FencingToken    string // run ID that computed the plan
 	FreshPrefix     string
-	ChunkSetVersion int64  // topics.chunk_set_version when the plan was computed
+	ChunkSetVersion int64   // topics.chunk_set_version when the plan was computed
 	InputChunkIDs   []int64 // chunk IDs the plan reads, in ordinal order
 	Body            []byte  // JSON plan (see package plan)
 }
 
 // StagedChunk is an output chunk written by WriteChunks and waiting for Commit.
 type StagedChunk struct {
-	Chunk          // TopicID, Ordinal, ObjectKey, sizes and stats of the new chunk (ID unused)
-	Digest  []byte // order-independent content digest of the chunk's rows (package verify)
+	Chunk         // TopicID, Ordinal, ObjectKey, sizes and stats of the new chunk (ID unused)
+	Digest []byte // order-independent content digest of the chunk's rows (package verify)
 }
 
 // CommitResult says what Commit did.
@@ -101,4 +117,17 @@ type CommitResult struct {
 	NewPrefix        string
 	InputChunks      int
 	OutputChunks     int
+}
+
+// Optimization is one committed optimization of a topic (a row of the optimizations table).
+// OldPrefix is what the cleanup routine may delete once the retention period has passed.
+type Optimization struct {
+	TopicID      int64
+	FencingToken string // run ID that committed
+	LeaseOwner   string // workflow ID that committed
+	OldPrefix    string // data prefix before the commit
+	NewPrefix    string // data prefix after the commit
+	InputChunks  int    // chunk rows replaced
+	OutputChunks int    // chunk rows written
+	CommittedAt  time.Time
 }

@@ -1,0 +1,148 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// chunkFields are the columns chunks and staged_chunks share, in the order of chunkDest and
+// chunkArgs.
+const chunkFields = "topic_id, ordinal, object_key, size_bytes, row_count, arrow_size_bytes, " +
+	"min_timestamp_ns, max_timestamp_ns, timestamp_null_count, column_stats"
+
+// chunkFieldParams are the placeholders $1..$10 for chunkFields.
+const chunkFieldParams = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10"
+
+// chunkDest returns the scan destinations for chunkFields; the column_stats JSON goes to stats.
+func chunkDest(ch *Chunk, stats *[]byte) []any {
+	return []any{&ch.TopicID, &ch.Ordinal, &ch.ObjectKey, &ch.SizeBytes, &ch.RowCount,
+		&ch.ArrowSizeBytes, &ch.MinTimestampNs, &ch.MaxTimestampNs, &ch.TimestampNullCount, stats}
+}
+
+// chunkArgs validates ch and returns the query arguments for chunkFields. what names the chunk
+// in errors.
+func chunkArgs(what string, ch Chunk) ([]any, error) {
+	if ch.Ordinal < 0 || ch.Ordinal > math.MaxInt32 {
+		return nil, fmt.Errorf("catalog: %s: ordinal %d out of range: %w", what, ch.Ordinal, ErrInvalid)
+	}
+	if ch.SizeBytes < 0 || ch.RowCount < 0 || ch.ArrowSizeBytes < 0 || ch.TimestampNullCount < 0 {
+		return nil, fmt.Errorf("catalog: %s: negative size or count (size %d bytes, %d rows, arrow %d bytes, %d null timestamps): %w",
+			what, ch.SizeBytes, ch.RowCount, ch.ArrowSizeBytes, ch.TimestampNullCount, ErrInvalid)
+	}
+	if err := checkNonEmptyText(what+": object key", ch.ObjectKey); err != nil {
+		return nil, err
+	}
+	stats, err := encodeColumnStats(ch.ColumnStats)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %s: column stats: %w", what, err)
+	}
+	return []any{ch.TopicID, ch.Ordinal, ch.ObjectKey, ch.SizeBytes, ch.RowCount, ch.ArrowSizeBytes,
+		ch.MinTimestampNs, ch.MaxTimestampNs, ch.TimestampNullCount, stats}, nil
+}
+
+// encodeColumnStats returns the JSON stored in column_stats. A Min or Max that JSONB cannot hold
+// faithfully (a string with a NUL byte or invalid UTF-8, a NaN or infinite float) is stored as
+// unknown (nil) instead. Field names must be valid text.
+func encodeColumnStats(stats map[string]ColumnStats) ([]byte, error) {
+	if len(stats) == 0 {
+		return []byte("{}"), nil
+	}
+	clean := make(map[string]ColumnStats, len(stats))
+	for name, s := range stats {
+		if err := checkText("column name", name); err != nil {
+			return nil, err
+		}
+		s.Min = storableStat(s.Min)
+		s.Max = storableStat(s.Max)
+		clean[name] = s
+	}
+	b, err := json.Marshal(clean)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrInvalid)
+	}
+	return b, nil
+}
+
+func storableStat(v any) any {
+	switch x := v.(type) {
+	case string:
+		if !utf8.ValidString(x) || strings.IndexByte(x, 0) >= 0 {
+			return nil
+		}
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil
+		}
+	}
+	return v
+}
+
+// decodeColumnStats parses column_stats. Numbers written without fraction or exponent come back
+// as int64 (exact for the whole int64 range), other numbers as float64; an empty object gives nil.
+func decodeColumnStats(b []byte) (map[string]ColumnStats, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var stats map[string]ColumnStats
+	if err := dec.Decode(&stats); err != nil {
+		return nil, fmt.Errorf("catalog: column stats: %w", err)
+	}
+	if len(stats) == 0 {
+		return nil, nil
+	}
+	for name, s := range stats {
+		s.Min = numberValue(s.Min)
+		s.Max = numberValue(s.Max)
+		stats[name] = s
+	}
+	return stats, nil
+}
+
+func numberValue(v any) any {
+	n, ok := v.(json.Number)
+	if !ok {
+		return v
+	}
+	if !strings.ContainsAny(string(n), ".eE") {
+		if i, err := n.Int64(); err == nil {
+			return i
+		}
+	}
+	if f, err := n.Float64(); err == nil {
+		return f
+	}
+	return string(n)
+}
+
+// scanChunk scans a row of "id, " + chunkFields.
+func scanChunk(row pgx.CollectableRow) (Chunk, error) {
+	var ch Chunk
+	var stats []byte
+	if err := row.Scan(append([]any{&ch.ID}, chunkDest(&ch, &stats)...)...); err != nil {
+		return Chunk{}, err
+	}
+	var err error
+	ch.ColumnStats, err = decodeColumnStats(stats)
+	return ch, err
+}
+
+// scanStagedChunk scans a row of chunkFields + ", digest".
+func scanStagedChunk(row pgx.CollectableRow) (StagedChunk, error) {
+	var s StagedChunk
+	var stats []byte
+	if err := row.Scan(append(chunkDest(&s.Chunk, &stats), &s.Digest)...); err != nil {
+		return StagedChunk{}, err
+	}
+	var err error
+	s.ColumnStats, err = decodeColumnStats(stats)
+	return s, err
+}

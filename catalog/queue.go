@@ -1,0 +1,240 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnqueueUnoptimized queues every finalized topic that was never optimized and is not queued
+// yet, and returns how many it added.
+func (c *Catalog) EnqueueUnoptimized(ctx context.Context) (added int, err error) {
+	tag, err := c.Pool.Exec(ctx, `
+		INSERT INTO optimization_queue (topic_id)
+		SELECT id FROM topics WHERE finalized_at IS NOT NULL AND optimized_at IS NULL
+		ORDER BY id
+		ON CONFLICT (topic_id) DO NOTHING`)
+	if err != nil {
+		return 0, fmt.Errorf("catalog: enqueue unoptimized topics: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Enqueue queues one finalized topic (optimized or not: a manual scope). Queuing a queued topic
+// changes nothing. Errors: ErrNotFound if the topic does not exist or is not finalized.
+func (c *Catalog) Enqueue(ctx context.Context, topicID int64) error {
+	if _, err := c.finalizedTopic(ctx, c.Pool, topicID); err != nil {
+		return fmt.Errorf("catalog: enqueue: %w", err)
+	}
+	_, err := c.Pool.Exec(ctx, `INSERT INTO optimization_queue (topic_id) VALUES ($1) ON CONFLICT (topic_id) DO NOTHING`, topicID)
+	if pgErrorCode(err) == sqlstateForeignKeyViolation { // deleted in between
+		return fmt.Errorf("catalog: enqueue topic %d: %w", topicID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("catalog: enqueue topic %d: %w", topicID, err)
+	}
+	return nil
+}
+
+// finalizedTopic returns the topic if it exists and is finalized, else an error wrapping
+// ErrNotFound that says which.
+func (c *Catalog) finalizedTopic(ctx context.Context, q querier, topicID int64) (Topic, error) {
+	rows, _ := q.Query(ctx, `SELECT `+topicColumns+` FROM topics t WHERE t.id = $1`, topicID)
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Topic])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Topic{}, fmt.Errorf("topic %d does not exist: %w", topicID, ErrNotFound)
+	}
+	if err != nil {
+		return Topic{}, fmt.Errorf("topic %d: %w", topicID, err)
+	}
+	if t.FinalizedAt == nil {
+		return Topic{}, fmt.Errorf("topic %d (%q) is not finalized (ingestion still running): %w", topicID, t.Locator, ErrNotFound)
+	}
+	return t, nil
+}
+
+// ListQueued returns up to limit queued topics with topic id > afterTopicID, ordered by topic
+// id, for paging (pass the last id of a page to get the next). limit must be positive.
+func (c *Catalog) ListQueued(ctx context.Context, afterTopicID int64, limit int) ([]QueuedTopic, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("catalog: list queued topics: limit %d must be positive: %w", limit, ErrInvalid)
+	}
+	rows, _ := c.Pool.Query(ctx, `
+		SELECT q.topic_id, t.locator FROM optimization_queue q JOIN topics t ON t.id = q.topic_id
+		WHERE q.topic_id > $1 ORDER BY q.topic_id LIMIT $2`, afterTopicID, limit)
+	queued, err := pgx.CollectRows(rows, pgx.RowToStructByPos[QueuedTopic])
+	if err != nil {
+		return nil, fmt.Errorf("catalog: list queued topics after %d: %w", afterTopicID, err)
+	}
+	return queued, nil
+}
+
+// QueueLength returns the number of queued topics, leased or not.
+func (c *Catalog) QueueLength(ctx context.Context) (int, error) {
+	var n int
+	if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM optimization_queue`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("catalog: queue length: %w", err)
+	}
+	return n, nil
+}
+
+// queueRow is the lease part of an optimization_queue row; the strings are "" when not leased.
+type queueRow struct {
+	owner, token, freshPrefix string
+	leasedAt                  *time.Time
+}
+
+// lockQueueRow reads the topic's queue row, locking it FOR UPDATE or FOR SHARE. found is false
+// when the topic is not queued.
+func lockQueueRow(ctx context.Context, tx pgx.Tx, topicID int64, forUpdate bool) (row queueRow, found bool, err error) {
+	const selectRow = `SELECT coalesce(lease_owner, ''), coalesce(fencing_token, ''), coalesce(fresh_prefix, ''), leased_at
+		FROM optimization_queue WHERE topic_id = $1 `
+	query := selectRow + "FOR SHARE"
+	if forUpdate {
+		query = selectRow + "FOR UPDATE"
+	}
+	err = tx.QueryRow(ctx, query, topicID).Scan(&row.owner, &row.token, &row.freshPrefix, &row.leasedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return queueRow{}, false, nil
+	}
+	if err != nil {
+		return queueRow{}, false, fmt.Errorf("topic %d: read queue row: %w", topicID, err)
+	}
+	return row, true, nil
+}
+
+// checkLease locks the topic's queue row (FOR SHARE, or FOR UPDATE) and returns it if it is held
+// by fencingToken, else an error wrapping ErrLeaseLost.
+func checkLease(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken string, forUpdate bool) (queueRow, error) {
+	row, found, err := lockQueueRow(ctx, tx, topicID, forUpdate)
+	switch {
+	case err != nil:
+		return queueRow{}, err
+	case !found:
+		return queueRow{}, fmt.Errorf("topic %d: run %q: topic is no longer queued: %w", topicID, fencingToken, ErrLeaseLost)
+	case row.token != fencingToken:
+		return queueRow{}, fmt.Errorf("topic %d: run %q: queue row is held by run %q (owner %q): %w",
+			topicID, fencingToken, row.token, row.owner, ErrLeaseLost)
+	}
+	return row, nil
+}
+
+// AcquireLease gives the topic's optimization to the run fencingToken (Temporal run ID) of the
+// workflow owner (workflow ID), which will write its output under freshPrefix. The topic is
+// queued if it was not (a manually started optimization). If the run already holds the lease
+// (a retried call), the lease is returned unchanged, with the fresh prefix of the first call.
+// Otherwise the lease is taken over: a lease held by another run belongs to a dead or terminated
+// run (Temporal runs one workflow per topic at a time); that run's plan and staged chunks are
+// deleted and its fresh prefix is returned in Lease.PreviousFreshPrefix.
+// Errors: ErrNotFound if the topic does not exist or is not finalized; ErrInvalid for empty or
+// non-UTF-8 arguments.
+func (c *Catalog) AcquireLease(ctx context.Context, topicID int64, owner, fencingToken, freshPrefix string) (Lease, error) {
+	for _, f := range []struct{ name, value string }{
+		{"lease owner", owner}, {"fencing token", fencingToken}, {"fresh prefix", freshPrefix},
+	} {
+		if err := checkNonEmptyText(f.name, f.value); err != nil {
+			return Lease{}, fmt.Errorf("catalog: acquire lease on topic %d: %w", topicID, err)
+		}
+	}
+	var lease Lease
+	err := c.inTx(ctx, func(tx pgx.Tx) error {
+		t, err := c.finalizedTopic(ctx, tx, topicID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO optimization_queue (topic_id) VALUES ($1) ON CONFLICT (topic_id) DO NOTHING`, topicID); err != nil {
+			return fmt.Errorf("topic %d: queue: %w", topicID, err)
+		}
+		row, found, err := lockQueueRow(ctx, tx, topicID, true)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("topic %d: queue row deleted concurrently (committed or released), retry", topicID)
+		}
+		lease = Lease{TopicID: topicID, Locator: t.Locator, OldPrefix: t.DataPrefix}
+		if row.token == fencingToken {
+			lease.Owner, lease.FencingToken, lease.FreshPrefix, lease.LeasedAt = row.owner, row.token, row.freshPrefix, *row.leasedAt
+			return nil
+		}
+		err = tx.QueryRow(ctx, `
+			UPDATE optimization_queue SET lease_owner = $2, fencing_token = $3, fresh_prefix = $4, leased_at = now()
+			WHERE topic_id = $1 RETURNING leased_at`, topicID, owner, fencingToken, freshPrefix).Scan(&lease.LeasedAt)
+		if err != nil {
+			return fmt.Errorf("topic %d: take lease: %w", topicID, err)
+		}
+		// Plans of other runs are dead; their staged chunks go with them (foreign key cascade).
+		if _, err := tx.Exec(ctx, `DELETE FROM plans WHERE topic_id = $1 AND fencing_token <> $2`, topicID, fencingToken); err != nil {
+			return fmt.Errorf("topic %d: drop plans of previous runs: %w", topicID, err)
+		}
+		lease.Owner, lease.FencingToken, lease.FreshPrefix = owner, fencingToken, freshPrefix
+		lease.PreviousFreshPrefix = row.freshPrefix
+		return nil
+	})
+	if err != nil {
+		return Lease{}, fmt.Errorf("catalog: acquire lease on topic %d for run %q: %w", topicID, fencingToken, err)
+	}
+	return lease, nil
+}
+
+// LeaseOf returns the current lease of a topic. Errors: ErrNotFound if the topic is not queued or
+// its queue row is not leased.
+func (c *Catalog) LeaseOf(ctx context.Context, topicID int64) (Lease, error) {
+	lease := Lease{TopicID: topicID}
+	var owner, token, fresh *string
+	var leasedAt *time.Time
+	err := c.Pool.QueryRow(ctx, `
+		SELECT t.locator, t.data_prefix, q.lease_owner, q.fencing_token, q.fresh_prefix, q.leased_at
+		FROM optimization_queue q JOIN topics t ON t.id = q.topic_id WHERE q.topic_id = $1`, topicID).
+		Scan(&lease.Locator, &lease.OldPrefix, &owner, &token, &fresh, &leasedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, fmt.Errorf("catalog: lease of topic %d: topic not queued: %w", topicID, ErrNotFound)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("catalog: lease of topic %d: %w", topicID, err)
+	}
+	if token == nil {
+		return Lease{}, fmt.Errorf("catalog: lease of topic %d (%q): queued but not leased: %w", topicID, lease.Locator, ErrNotFound)
+	}
+	lease.Owner, lease.FencingToken, lease.FreshPrefix, lease.LeasedAt = *owner, *token, *fresh, *leasedAt
+	return lease, nil
+}
+
+// ReleaseLease gives up the run's lease: if the topic's queue row is held by fencingToken, it
+// deletes the row and the run's plan and staged chunks in one transaction and returns
+// released=true with the run's fresh prefix (whose objects the caller deletes). If the row is
+// gone or held by another run, nothing changes and released is false.
+func (c *Catalog) ReleaseLease(ctx context.Context, topicID int64, fencingToken string) (released bool, freshPrefix string, err error) {
+	err = c.inTx(ctx, func(tx pgx.Tx) error {
+		row, found, err := lockQueueRow(ctx, tx, topicID, true)
+		if err != nil || !found || row.token != fencingToken || fencingToken == "" {
+			return err
+		}
+		if err := deleteRunState(ctx, tx, topicID, fencingToken); err != nil {
+			return err
+		}
+		released, freshPrefix = true, row.freshPrefix
+		return nil
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("catalog: release lease on topic %d for run %q: %w", topicID, fencingToken, err)
+	}
+	return released, freshPrefix, nil
+}
+
+// deleteRunState deletes the topic's queue row and the run's plan and staged chunks.
+func deleteRunState(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken string) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM plans WHERE topic_id = $1 AND fencing_token = $2`, topicID, fencingToken); err != nil {
+		return fmt.Errorf("topic %d: delete plan of run %q: %w", topicID, fencingToken, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM staged_chunks WHERE topic_id = $1 AND fencing_token = $2`, topicID, fencingToken); err != nil {
+		return fmt.Errorf("topic %d: delete staged chunks of run %q: %w", topicID, fencingToken, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM optimization_queue WHERE topic_id = $1`, topicID); err != nil {
+		return fmt.Errorf("topic %d: dequeue: %w", topicID, err)
+	}
+	return nil
+}
