@@ -1,0 +1,158 @@
+package chunkstats
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// ArrowSizeBits returns the logical Arrow size of the values of arr in bits, counting only the
+// rows arr covers (a slice of a larger array counts its own share, not the shared buffers), so
+// that the same rows give the same size however they are sliced into batches. Accumulator sums
+// it over all columns and batches and rounds up to whole bytes once (Stats.ArrowSizeBytes).
+//
+// util.TotalRecordSize is not used: it counts whole shared buffers for slices and includes
+// builder padding, so its result depends on how rows are batched.
+//
+// The layout counted, per value at each nesting level:
+//   - 1 validity bit, whether or not the batch allocated a bitmap (0 for the null type);
+//   - fixed-width types (integers, floats, bool, decimals, temporal, fixed-size binary): the
+//     type's bit width;
+//   - binary and string: one offset (32 bits, 64 for the large variants) plus the value bytes;
+//   - list, large list and map: one offset plus the size of the child values referenced;
+//   - fixed-size list: the size of its child values; struct: the sum of its children;
+//   - extension types: their storage type.
+//
+// Estimates (documented, not slice-exact): a dictionary column counts its indices plus its whole
+// dictionary once per batch; views, unions, run-end encoded and any other layout count the
+// share of all their buffers proportional to the rows covered.
+func ArrowSizeBits(arr arrow.Array) int64 {
+	if arr == nil {
+		return 0
+	}
+	d := arr.Data()
+	return dataBits(d, d.DataType(), 0, d.Len())
+}
+
+// dataBits returns the size in bits of the n values of d starting at logical index start
+// (relative to d's own offset); t is d's layout type.
+func dataBits(d arrow.ArrayData, t arrow.DataType, start, n int) int64 {
+	if n <= 0 {
+		return 0
+	}
+	phys := d.Offset() + start
+	validity := int64(n)
+	switch t.ID() {
+	case arrow.NULL:
+		return 0
+	case arrow.EXTENSION:
+		if ext, ok := t.(arrow.ExtensionType); ok {
+			return dataBits(d, ext.StorageType(), start, n)
+		}
+	case arrow.STRING, arrow.BINARY:
+		if lo, hi, ok := offsetRange[int32](d, phys, n); ok {
+			return validity + int64(n)*32 + 8*(hi-lo)
+		}
+	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
+		if lo, hi, ok := offsetRange[int64](d, phys, n); ok {
+			return validity + int64(n)*64 + 8*(hi-lo)
+		}
+	case arrow.LIST, arrow.MAP:
+		if lo, hi, ok := offsetRange[int32](d, phys, n); ok && len(d.Children()) == 1 {
+			child := d.Children()[0]
+			return validity + int64(n)*32 + dataBits(child, child.DataType(), int(lo), int(hi-lo))
+		}
+	case arrow.LARGE_LIST:
+		if lo, hi, ok := offsetRange[int64](d, phys, n); ok && len(d.Children()) == 1 {
+			child := d.Children()[0]
+			return validity + int64(n)*64 + dataBits(child, child.DataType(), int(lo), int(hi-lo))
+		}
+	case arrow.FIXED_SIZE_LIST:
+		if fsl, ok := t.(*arrow.FixedSizeListType); ok && len(d.Children()) == 1 {
+			size := int(fsl.Len())
+			child := d.Children()[0]
+			return validity + dataBits(child, child.DataType(), phys*size, n*size)
+		}
+	case arrow.STRUCT:
+		bits := validity
+		for _, child := range d.Children() {
+			bits += dataBits(child, child.DataType(), phys, n)
+		}
+		return bits
+	case arrow.DICTIONARY:
+		dict, ok := t.(*arrow.DictionaryType)
+		if !ok {
+			break
+		}
+		if index, ok := dict.IndexType.(arrow.FixedWidthDataType); ok {
+			bits := validity + int64(n)*int64(index.BitWidth())
+			if values := dictionaryOf(d); values != nil {
+				bits += 8 * bufferBytes(values)
+			}
+			return bits
+		}
+	case arrow.STRING_VIEW, arrow.BINARY_VIEW, arrow.LIST_VIEW, arrow.LARGE_LIST_VIEW,
+		arrow.SPARSE_UNION, arrow.DENSE_UNION, arrow.RUN_END_ENCODED:
+		// estimated below
+	default:
+		if fw, ok := t.(arrow.FixedWidthDataType); ok {
+			return validity + int64(n)*int64(fw.BitWidth())
+		}
+	}
+	return proportionalBits(d, n)
+}
+
+// offsetRange returns the first and last offset of the n values at physical index phys of d's
+// offsets buffer (buffer 1); ok is false if the buffer is missing or too short.
+func offsetRange[T int32 | int64](d arrow.ArrayData, phys, n int) (lo, hi int64, ok bool) {
+	bufs := d.Buffers()
+	if len(bufs) < 2 || bufs[1] == nil {
+		return 0, 0, false
+	}
+	var offs []T
+	switch p := any(&offs).(type) {
+	case *[]int32:
+		*p = arrow.Int32Traits.CastFromBytes(bufs[1].Bytes())
+	case *[]int64:
+		*p = arrow.Int64Traits.CastFromBytes(bufs[1].Bytes())
+	}
+	if phys < 0 || phys+n >= len(offs) {
+		return 0, 0, false
+	}
+	lo, hi = int64(offs[phys]), int64(offs[phys+n])
+	return lo, hi, hi >= lo
+}
+
+// proportionalBits estimates the size of n of d's values as their share of all of d's buffers
+// (children and dictionary included).
+func proportionalBits(d arrow.ArrayData, n int) int64 {
+	if d.Len() == 0 {
+		return 0
+	}
+	return 8 * bufferBytes(d) * int64(n) / int64(d.Len())
+}
+
+// bufferBytes is the total length of d's buffers, its children's and its dictionary's.
+func bufferBytes(d arrow.ArrayData) int64 {
+	var sum int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			sum += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		sum += bufferBytes(c)
+	}
+	if dict := dictionaryOf(d); dict != nil {
+		sum += bufferBytes(dict)
+	}
+	return sum
+}
+
+// dictionaryOf returns d's dictionary, or nil (also when it is a typed nil).
+func dictionaryOf(d arrow.ArrayData) arrow.ArrayData {
+	dict := d.Dictionary()
+	if v, ok := dict.(*array.Data); dict == nil || (ok && v == nil) {
+		return nil
+	}
+	return dict
+}
