@@ -1,0 +1,225 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/storeopt/storeopt/activities"
+)
+
+// Defaults of OptimizeTopicInput.
+const (
+	DefaultMaxChunkSizeBytes = 256000000
+	DefaultTopicParallelism  = 2
+)
+
+// Steps of an optimization, as the progress query reports them.
+const (
+	stepLease       = "lease"
+	stepReadSort    = "read-sort"
+	stepWriteChunks = "write-chunks"
+	stepCommit      = "commit"
+	stepDone        = "done"
+)
+
+// OptimizeTopicInput is the input of OptimizeTopicWorkflow.
+type OptimizeTopicInput struct {
+	TopicID int64
+	Locator string // "<sequence>/<topic/path>", used in errors, logs and the workflow ID
+	// MaxChunkSizeBytes is the soft size limit of one output chunk, bytes; 0 = 256000000.
+	MaxChunkSizeBytes int64
+	// TopicParallelism is how many WriteChunks activities run at once; 0 = 2.
+	TopicParallelism int
+}
+
+// OptimizeTopicResult is what the commit of one topic did; byte counts are Parquet object sizes.
+type OptimizeTopicResult struct {
+	Locator      string
+	InputChunks  int
+	OutputChunks int
+	Rows         int64
+	InputBytes   int64
+	OutputBytes  int64
+	// AlreadyCommitted is true when the topic had already been switched by this run (a retried
+	// commit): nothing was done twice.
+	AlreadyCommitted bool
+}
+
+// OptimizeTopicWorkflow rewrites one topic into a fresh prefix and switches the catalog to it:
+// Lease, ReadSort, WriteChunks for every output group (at most TopicParallelism at once), Commit.
+//
+// On failure or cancellation it calls Release from a disconnected context (so it also runs after a
+// cancel), which drops the lease if it is still this run's and deletes the partial output. A failed
+// optimization returns a non-retryable ApplicationError of type ErrTypeTopicFailed whose message
+// names the locator and step ("topic run_7/imu: read-sort: chunk …: no column timestamp_ns") and
+// whose cause chain holds the activity's error. A canceled one returns the cancellation error.
+//
+// Queries: ProgressQuery returns the current step ("lease", "read-sort", "write-chunks 3/10",
+// "commit", "done") as a string.
+func OptimizeTopicWorkflow(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
+	o := &topicOptimization{in: in}
+	if err := o.setup(ctx); err != nil {
+		return OptimizeTopicResult{}, err
+	}
+	return o.run(ctx)
+}
+
+// topicOptimization is the state of one OptimizeTopicWorkflow execution.
+type topicOptimization struct {
+	in     OptimizeTopicInput
+	step   string // what the progress query reports
+	logger log.Logger
+}
+
+func (o *topicOptimization) setup(ctx workflow.Context) error {
+	if o.in.MaxChunkSizeBytes <= 0 {
+		o.in.MaxChunkSizeBytes = DefaultMaxChunkSizeBytes
+	}
+	if o.in.TopicParallelism <= 0 {
+		o.in.TopicParallelism = DefaultTopicParallelism
+	}
+	o.step = stepLease
+	o.logger = log.With(workflow.GetLogger(ctx), "TopicLocator", o.in.Locator, "TopicID", o.in.TopicID)
+	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (string, error) {
+		return o.step, nil
+	})
+}
+
+func (o *topicOptimization) run(ctx workflow.Context) (OptimizeTopicResult, error) {
+	result, err := o.optimize(ctx)
+	if err != nil {
+		o.release(ctx, err)
+		return OptimizeTopicResult{}, topicFailure(o.in.Locator, err)
+	}
+	o.step = stepDone
+	o.logger.Info("Topic optimized", "InputChunks", result.InputChunks, "OutputChunks", result.OutputChunks,
+		"Rows", result.Rows, "InputBytes", result.InputBytes, "OutputBytes", result.OutputBytes,
+		"AlreadyCommitted", result.AlreadyCommitted)
+	return result, nil
+}
+
+// optimize runs the steps in order; an error is a *stepError naming the step.
+func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult, error) {
+	if err := o.lease(ctx); err != nil {
+		return OptimizeTopicResult{}, err
+	}
+	plan, err := o.readSort(ctx)
+	if err != nil {
+		return OptimizeTopicResult{}, err
+	}
+	if err := o.writeChunks(ctx, plan.Groups); err != nil {
+		return OptimizeTopicResult{}, err
+	}
+	return o.commit(ctx)
+}
+
+// lease takes the topic's queue row for this run and a fresh data prefix.
+func (o *topicOptimization) lease(ctx workflow.Context) error {
+	o.step = stepLease
+	var lease activities.LeaseResult
+	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.Lease,
+		activities.LeaseInput{TopicID: o.in.TopicID}).Get(ctx, &lease)
+	if err != nil {
+		return &stepError{step: stepLease, err: err}
+	}
+	o.logger.Info("Lease taken", "OldPrefix", lease.OldPrefix, "FreshPrefix", lease.FreshPrefix)
+	return nil
+}
+
+// readSort validates the input chunks and stores the plan; the result says how many output groups
+// to write.
+func (o *topicOptimization) readSort(ctx workflow.Context) (activities.ReadSortResult, error) {
+	o.step = stepReadSort
+	var plan activities.ReadSortResult
+	err := workflow.ExecuteActivity(withDataOptions(ctx), a.ReadSort, activities.ReadSortInput{
+		TopicID:           o.in.TopicID,
+		MaxChunkSizeBytes: o.in.MaxChunkSizeBytes,
+	}).Get(ctx, &plan)
+	if err != nil {
+		return plan, &stepError{step: stepReadSort, err: err}
+	}
+	o.logger.Info("Plan stored", "InputChunks", plan.InputChunks, "InputRows", plan.InputRows,
+		"InputBytes", plan.InputBytes, "OutputChunks", plan.OutputChunks, "Groups", plan.Groups)
+	return plan, nil
+}
+
+// writeChunks writes groups 0..groups-1 of the plan, at most TopicParallelism at once. After the
+// first failure no further group starts and the groups in flight are canceled and awaited, so
+// nothing writes any more when Release runs.
+func (o *topicOptimization) writeChunks(ctx workflow.Context, groups int) error {
+	o.step = fmt.Sprintf("%s 0/%d", stepWriteChunks, groups)
+	wctx, cancel := workflow.WithCancel(withDataOptions(ctx))
+	defer cancel()
+	var failed error
+	written := 0
+	w := newWindow(ctx, o.in.TopicParallelism)
+	for group := 0; group < groups; group++ {
+		w.ready()
+		if failed != nil || ctx.Err() != nil {
+			break
+		}
+		f := workflow.ExecuteActivity(wctx, a.WriteChunks,
+			activities.WriteChunksInput{TopicID: o.in.TopicID, Group: group})
+		w.add(f, func(f workflow.Future) {
+			var res activities.WriteChunksResult
+			if err := f.Get(ctx, &res); err != nil {
+				if failed == nil {
+					failed = &stepError{step: fmt.Sprintf("%s group %d", stepWriteChunks, group), err: err}
+					cancel()
+				}
+				return
+			}
+			written++
+			o.step = fmt.Sprintf("%s %d/%d", stepWriteChunks, written, groups)
+		})
+	}
+	w.wait()
+	if failed == nil && ctx.Err() != nil {
+		// Canceled before any group failed (with no group in flight, nothing reported it).
+		failed = &stepError{step: stepWriteChunks, err: ctx.Err()}
+	}
+	return failed
+}
+
+// commit verifies the staged output and switches the topic.
+func (o *topicOptimization) commit(ctx workflow.Context) (OptimizeTopicResult, error) {
+	o.step = stepCommit
+	var c activities.CommitResult
+	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.Commit,
+		activities.CommitInput{TopicID: o.in.TopicID}).Get(ctx, &c)
+	if err != nil {
+		return OptimizeTopicResult{}, &stepError{step: stepCommit, err: err}
+	}
+	return OptimizeTopicResult{
+		Locator:          o.in.Locator,
+		InputChunks:      c.InputChunks,
+		OutputChunks:     c.OutputChunks,
+		Rows:             c.Rows,
+		InputBytes:       c.InputBytes,
+		OutputBytes:      c.OutputBytes,
+		AlreadyCommitted: c.AlreadyCommitted,
+	}, nil
+}
+
+// release gives the lease back after a failure or cancellation. It runs in a disconnected context so
+// that it also runs when the workflow was canceled; the activity only acts if the lease is still
+// this run's. A failed release is logged: the optimization's own error is what the caller reports.
+func (o *topicOptimization) release(ctx workflow.Context, cause error) {
+	reason := fmt.Sprintf("%s failed: %s", o.step, causeMessage(cause))
+	if ctx.Err() != nil {
+		reason = fmt.Sprintf("canceled during %s", o.step)
+	}
+	rctx, _ := workflow.NewDisconnectedContext(ctx)
+	var res activities.ReleaseResult
+	err := workflow.ExecuteActivity(withReleaseOptions(rctx), a.Release,
+		activities.ReleaseInput{TopicID: o.in.TopicID, Reason: reason}).Get(rctx, &res)
+	if err != nil {
+		o.logger.Error("Release failed; the topic stays leased until an operator releases it",
+			"Reason", reason, "Error", err)
+		return
+	}
+	o.logger.Info("Lease released", "Reason", reason, "Released", res.Released,
+		"DeletedObjects", res.DeletedObjects)
+}

@@ -1,0 +1,59 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/storeopt/storeopt/activities"
+)
+
+// a is the typed nil pointer the workflows call activities through: workflow.ExecuteActivity
+// only takes the method's name and signature from it.
+var a *activities.Activities
+
+// retryPolicy retries infrastructure faults with exponential backoff (1 s, 2 s, 4 s … at most one
+// minute apart) and never retries the activities' non-retryable error types. maxAttempts 0 means
+// unlimited (bounded by the schedule-to-close timeout).
+func retryPolicy(maxAttempts int32) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		MaximumAttempts:        maxAttempts,
+		NonRetryableErrorTypes: activities.NonRetryableErrorTypes,
+	}
+}
+
+// withCatalogOptions sets the options of the short catalog activities: EnqueueTopics,
+// ListQueuedTopics, Lease and Commit.
+func withCatalogOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         retryPolicy(10),
+	})
+}
+
+// withDataOptions sets the options of the long data activities, ReadSort and WriteChunks. They
+// heartbeat, so a lost worker is noticed within a minute and the attempt retried elsewhere. A
+// canceled workflow waits until they have stopped, so Release never deletes output that is still
+// being written.
+func withDataOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		WaitForCancellation: true,
+		RetryPolicy:         retryPolicy(20),
+	})
+}
+
+// withReleaseOptions sets the options of Release: retried without an attempt limit for ten minutes,
+// since a lease left behind keeps the topic from being optimized by the next run.
+func withReleaseOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    time.Minute,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:            retryPolicy(0),
+	})
+}

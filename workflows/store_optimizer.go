@@ -1,0 +1,278 @@
+package workflows
+
+import (
+	"slices"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/storeopt/storeopt/activities"
+)
+
+// Defaults and limits of StoreOptimizerInput and its result.
+const (
+	DefaultMaxConcurrentTopics = 4
+	DefaultPageSize            = 100
+	// MaxPageSize is the largest page of queued topics one execution handles (the limit of
+	// ListQueuedTopics); a larger PageSize is lowered to it.
+	MaxPageSize = 1000
+	// MaxRecordedFailures is how many TopicFailure entries a run keeps; Failed counts them all.
+	MaxRecordedFailures = 100
+	// maxProgressLocators is how many in-flight locators the progress query lists.
+	maxProgressLocators = 20
+)
+
+// StoreOptimizerInput is the input of StoreOptimizerWorkflow. Zero values take the defaults.
+type StoreOptimizerInput struct {
+	// MaxChunkSizeBytes is the soft size limit of one output chunk, bytes; 0 = 256000000.
+	MaxChunkSizeBytes int64
+	// MaxConcurrentTopics is how many topics are optimized at once; 0 = 4.
+	MaxConcurrentTopics int
+	// PageSize is how many queued topics one execution handles before it continues as new;
+	// 0 = 100, at most MaxPageSize.
+	PageSize int
+	// TopicParallelism is how many WriteChunks activities each topic runs at once; 0 = 2.
+	TopicParallelism int
+	// State is nil when a run starts; continue-as-new carries the run's progress in it.
+	State *RunState
+}
+
+// RunState is the progress of a run, carried from one execution to the next by continue-as-new.
+type RunState struct {
+	// Enqueued is true once EnqueueTopics has run for this run.
+	Enqueued bool
+	// AfterTopicID is the cursor into the queue: the next page starts after this topic ID.
+	AfterTopicID int64
+	// Result is the result so far.
+	Result StoreOptimizerResult
+}
+
+// TopicFailure is one topic whose optimization failed, with the error message (which names the
+// topic, the step and the cause).
+type TopicFailure struct {
+	Locator string
+	Error   string
+}
+
+// StoreOptimizerResult is the outcome of a run. Skipped topics were being optimized by another
+// run. Failures lists the first MaxRecordedFailures failed topics; Failed counts all of them. The
+// totals sum the OptimizeTopicResults of the optimized topics; bytes are Parquet object sizes.
+type StoreOptimizerResult struct {
+	Optimized    int
+	Skipped      int
+	Failed       int
+	Failures     []TopicFailure
+	Rows         int64
+	InputChunks  int
+	OutputChunks int
+	InputBytes   int64
+	OutputBytes  int64
+}
+
+// Progress is the answer of StoreOptimizerWorkflow's ProgressQuery: the run's counts so far
+// (including earlier executions of the run) and the topics being optimized now.
+type Progress struct {
+	Done             int // topics optimized
+	Failed           int
+	Skipped          int
+	InFlight         int
+	InFlightLocators []string // sorted, at most 20
+}
+
+// StoreOptimizerWorkflow is one run over every topic that needs optimizing: EnqueueTopics (once
+// per run), then pages of the queue in topic ID order, one OptimizeTopicWorkflow child per topic
+// with at most MaxConcurrentTopics in flight. Once a page's children have all finished, a full page
+// continues as new with the run's state (so history stays bounded for any number of topics) and a
+// short page ends the run.
+//
+// Children get the workflow ID TopicWorkflowID(locator) and the search attribute
+// TopicLocatorSearchAttribute, which the Temporal server must have registered. A topic whose child
+// cannot start because another run is optimizing it is counted as skipped; a failed topic is
+// counted and recorded, and the run goes on. The run fails only when EnqueueTopics or
+// ListQueuedTopics fail after their retries; canceling it cancels the children, which release their
+// leases.
+//
+// Queries: ProgressQuery returns a Progress.
+func StoreOptimizerWorkflow(ctx workflow.Context, in StoreOptimizerInput) (StoreOptimizerResult, error) {
+	r := &storeRun{in: in}
+	if err := r.setup(ctx); err != nil {
+		return StoreOptimizerResult{}, err
+	}
+	return r.run(ctx)
+}
+
+// storeRun is the state of one StoreOptimizerWorkflow execution.
+type storeRun struct {
+	in       StoreOptimizerInput
+	state    RunState
+	inFlight []string // locators of the children in flight, in start order
+	logger   log.Logger
+}
+
+func (r *storeRun) setup(ctx workflow.Context) error {
+	if r.in.MaxConcurrentTopics <= 0 {
+		r.in.MaxConcurrentTopics = DefaultMaxConcurrentTopics
+	}
+	if r.in.PageSize <= 0 {
+		r.in.PageSize = DefaultPageSize
+	}
+	r.in.PageSize = min(r.in.PageSize, MaxPageSize)
+	if r.in.State != nil {
+		r.state = *r.in.State
+		r.state.Result.Failures = slices.Clone(r.state.Result.Failures)
+	}
+	r.in.State = nil
+	r.logger = log.With(workflow.GetLogger(ctx), "AfterTopicID", r.state.AfterTopicID)
+	return workflow.SetQueryHandler(ctx, ProgressQuery, r.progress)
+}
+
+func (r *storeRun) progress() (Progress, error) {
+	locators := slices.Clone(r.inFlight)
+	slices.Sort(locators)
+	return Progress{
+		Done:             r.state.Result.Optimized,
+		Failed:           r.state.Result.Failed,
+		Skipped:          r.state.Result.Skipped,
+		InFlight:         len(r.inFlight),
+		InFlightLocators: locators[:min(len(locators), maxProgressLocators)],
+	}, nil
+}
+
+func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
+	if !r.state.Enqueued {
+		if err := r.enqueue(ctx); err != nil {
+			return r.state.Result, err
+		}
+	}
+	page, err := r.listPage(ctx)
+	if err != nil {
+		return r.state.Result, err
+	}
+	r.optimizeTopics(ctx, page)
+	if err := ctx.Err(); err != nil {
+		r.logSummary("Run canceled")
+		return r.state.Result, err
+	}
+	if len(page) == r.in.PageSize {
+		r.state.AfterTopicID = page[len(page)-1].TopicID
+		r.logger.Info("Page done, continuing as new", "NextAfterTopicID", r.state.AfterTopicID,
+			"Optimized", r.state.Result.Optimized, "Skipped", r.state.Result.Skipped,
+			"Failed", r.state.Result.Failed)
+		next := r.in
+		next.State = &r.state
+		return StoreOptimizerResult{}, workflow.NewContinueAsNewError(ctx, StoreOptimizerWorkflow, next)
+	}
+	r.logSummary("Run finished")
+	return r.state.Result, nil
+}
+
+// enqueue queues every topic that needs optimizing; it runs once per run.
+func (r *storeRun) enqueue(ctx workflow.Context) error {
+	var res activities.EnqueueTopicsResult
+	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.EnqueueTopics,
+		activities.EnqueueTopicsInput{}).Get(ctx, &res)
+	if err != nil {
+		return err
+	}
+	r.state.Enqueued = true
+	r.logger.Info("Topics enqueued", "Added", res.Added, "Queued", res.Queued)
+	return nil
+}
+
+// listPage returns the next page of the queue, after the cursor.
+func (r *storeRun) listPage(ctx workflow.Context) ([]activities.QueuedTopic, error) {
+	var res activities.ListQueuedTopicsResult
+	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.ListQueuedTopics, activities.ListQueuedTopicsInput{
+		AfterTopicID: r.state.AfterTopicID,
+		Limit:        r.in.PageSize,
+	}).Get(ctx, &res)
+	return res.Topics, err
+}
+
+// optimizeTopics runs one child per topic, at most MaxConcurrentTopics at once, and returns once
+// all of them have finished. After a cancel no further child starts.
+func (r *storeRun) optimizeTopics(ctx workflow.Context, topics []activities.QueuedTopic) {
+	w := newWindow(ctx, r.in.MaxConcurrentTopics)
+	for _, topic := range topics {
+		w.ready()
+		if ctx.Err() != nil {
+			break
+		}
+		r.inFlight = append(r.inFlight, topic.Locator)
+		child := workflow.ExecuteChildWorkflow(topicContext(ctx, topic.Locator), OptimizeTopicWorkflow,
+			OptimizeTopicInput{
+				TopicID:           topic.TopicID,
+				Locator:           topic.Locator,
+				MaxChunkSizeBytes: r.in.MaxChunkSizeBytes,
+				TopicParallelism:  r.in.TopicParallelism,
+			})
+		w.add(child, func(f workflow.Future) {
+			r.inFlight = removeFirst(r.inFlight, topic.Locator)
+			var res OptimizeTopicResult
+			r.record(ctx, topic.Locator, res, f.Get(ctx, &res))
+		})
+	}
+	w.wait()
+}
+
+// topicContext sets the child workflow options of one topic's OptimizeTopicWorkflow.
+func topicContext(ctx workflow.Context, locator string) workflow.Context {
+	return workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID: TopicWorkflowID(locator),
+		// A topic optimized by an earlier run may be optimized again; a running one is refused.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		// A canceled run waits for its children to release their leases.
+		WaitForCancellation:   true,
+		TypedSearchAttributes: temporal.NewSearchAttributes(TopicLocatorKey.ValueSet(locator)),
+		StaticSummary:         "optimize " + locator,
+	})
+}
+
+// record counts the outcome of one child.
+func (r *storeRun) record(ctx workflow.Context, locator string, res OptimizeTopicResult, err error) {
+	total := &r.state.Result
+	switch {
+	case err == nil:
+		total.Optimized++
+		total.Rows += res.Rows
+		total.InputChunks += res.InputChunks
+		total.OutputChunks += res.OutputChunks
+		total.InputBytes += res.InputBytes
+		total.OutputBytes += res.OutputBytes
+	case isAlreadyStarted(err):
+		total.Skipped++
+		r.logger.Info("Topic skipped: another run is optimizing it", "TopicLocator", locator)
+	case ctx.Err() != nil && temporal.IsCanceledError(err):
+		// The run itself was canceled; the topic stays queued for the next run.
+	default:
+		total.Failed++
+		if len(total.Failures) < MaxRecordedFailures {
+			total.Failures = append(total.Failures, TopicFailure{Locator: locator, Error: childFailureMessage(err)})
+		}
+	}
+}
+
+// logSummary logs the run's counts and every recorded failure.
+func (r *storeRun) logSummary(msg string) {
+	res := r.state.Result
+	r.logger.Info(msg, "Optimized", res.Optimized, "Skipped", res.Skipped, "Failed", res.Failed,
+		"Rows", res.Rows, "InputChunks", res.InputChunks, "OutputChunks", res.OutputChunks,
+		"InputBytes", res.InputBytes, "OutputBytes", res.OutputBytes)
+	for _, f := range res.Failures {
+		r.logger.Warn("Topic failed", "TopicLocator", f.Locator, "Error", f.Error)
+	}
+	if more := res.Failed - len(res.Failures); more > 0 {
+		r.logger.Warn("More topics failed than are recorded", "NotRecorded", more)
+	}
+}
+
+// removeFirst removes the first occurrence of s from list.
+func removeFirst(list []string, s string) []string {
+	if i := slices.Index(list, s); i >= 0 {
+		return slices.Delete(list, i, i+1)
+	}
+	return list
+}
