@@ -37,6 +37,18 @@ func ServerURL() string {
 // it with catalog.Migrate, drops it (WITH (FORCE)) when the test ends, and returns its URL.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
+	dbURL := NewEmptyDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := catalog.Migrate(ctx, dbURL); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return dbURL
+}
+
+// NewEmptyDatabase is NewDatabase without the migration: the database has no tables.
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -63,9 +75,6 @@ func NewDatabase(t testing.TB) string {
 
 	dbURL, err := withDatabase(server, name)
 	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	if err := catalog.Migrate(ctx, dbURL); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return dbURL

@@ -1,0 +1,207 @@
+package catalog_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/internal/pgtest"
+)
+
+func TestEnqueueAndListQueued(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := pgtest.NewCatalog(t)
+	seq, err := c.CreateSequence(ctx, "run_1")
+	require.NoError(t, err)
+
+	var finalized []int64
+	for i := range 7 {
+		id, err := c.CreateTopic(ctx, seq, fmt.Sprintf("run_1/t%d", i), fmt.Sprintf("tp_%d", i), "parquet")
+		require.NoError(t, err)
+		if i%3 != 2 { // topics 2 and 5 are still being ingested
+			require.NoError(t, c.FinalizeTopic(ctx, id))
+			finalized = append(finalized, id)
+		} else {
+			err := c.Enqueue(ctx, id)
+			require.ErrorIs(t, err, catalog.ErrNotFound)
+			require.ErrorContains(t, err, "not finalized")
+		}
+	}
+	require.ErrorIs(t, c.Enqueue(ctx, 999999), catalog.ErrNotFound)
+
+	// One topic was queued by hand before the scan.
+	require.NoError(t, c.Enqueue(ctx, finalized[1]))
+	require.NoError(t, c.Enqueue(ctx, finalized[1]), "Enqueue is idempotent")
+
+	added, err := c.EnqueueUnoptimized(ctx)
+	require.NoError(t, err)
+	require.Equal(t, len(finalized)-1, added)
+	added, err = c.EnqueueUnoptimized(ctx)
+	require.NoError(t, err)
+	require.Zero(t, added, "nothing new to queue")
+	n, err := c.QueueLength(ctx)
+	require.NoError(t, err)
+	require.Equal(t, len(finalized), n)
+
+	// Page through by 2.
+	var listed []int64
+	after := int64(0)
+	for {
+		page, err := c.ListQueued(ctx, after, 2)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(page), 2)
+		if len(page) == 0 {
+			break
+		}
+		for _, q := range page {
+			topic, err := c.Topic(ctx, q.TopicID)
+			require.NoError(t, err)
+			require.Equal(t, topic.Locator, q.Locator)
+			listed = append(listed, q.TopicID)
+		}
+		after = page[len(page)-1].TopicID
+	}
+	require.Equal(t, finalized, listed)
+
+	_, err = c.ListQueued(ctx, 0, 0)
+	require.ErrorIs(t, err, catalog.ErrInvalid)
+}
+
+func TestEnqueueUnoptimizedSkipsOptimizedTopics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	l := f.lease(t, "run-A")
+	f.planAndStage(t, l, 1)
+	_, err := f.c.Commit(ctx, f.topicID, "run-A", acceptAll)
+	require.NoError(t, err)
+
+	added, err := f.c.EnqueueUnoptimized(ctx)
+	require.NoError(t, err)
+	require.Zero(t, added, "an optimized topic is not queued by the scan")
+	require.NoError(t, f.c.Enqueue(ctx, f.topicID), "but it can be queued by hand")
+	n, err := f.c.QueueLength(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+func TestAcquireLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 3)
+
+	_, err := f.c.LeaseOf(ctx, f.topicID)
+	require.ErrorIs(t, err, catalog.ErrNotFound, "not queued")
+	require.NoError(t, f.c.Enqueue(ctx, f.topicID))
+	_, err = f.c.LeaseOf(ctx, f.topicID)
+	require.ErrorIs(t, err, catalog.ErrNotFound, "queued but not leased")
+
+	first, err := f.c.AcquireLease(ctx, f.topicID, "optimize/imu", "run-A", "tp_FRESH_A")
+	require.NoError(t, err)
+	require.Equal(t, catalog.Lease{
+		TopicID: f.topicID, Locator: "run_1/sensors/imu", Owner: "optimize/imu", FencingToken: "run-A",
+		FreshPrefix: "tp_FRESH_A", OldPrefix: "tp_OLD_run_1/sensors/imu", LeasedAt: first.LeasedAt,
+	}, first)
+	require.False(t, first.LeasedAt.IsZero())
+
+	// A retried call of the same run gets the same lease, fresh prefix of the first call.
+	retry, err := f.c.AcquireLease(ctx, f.topicID, "optimize/imu", "run-A", "tp_FRESH_A_RETRY")
+	require.NoError(t, err)
+	require.Equal(t, first, retry)
+	current, err := f.c.LeaseOf(ctx, f.topicID)
+	require.NoError(t, err)
+	require.Equal(t, first, current)
+
+	// The run saves a plan and stages a chunk, then dies; a new run takes the topic over.
+	f.planAndStage(t, first, 1)
+	second, err := f.c.AcquireLease(ctx, f.topicID, "optimize/imu", "run-B", "tp_FRESH_B")
+	require.NoError(t, err)
+	require.Equal(t, "run-B", second.FencingToken)
+	require.Equal(t, "tp_FRESH_B", second.FreshPrefix)
+	require.Equal(t, "tp_FRESH_A", second.PreviousFreshPrefix, "the dead run's output prefix is reported")
+	current, err = f.c.LeaseOf(ctx, f.topicID)
+	require.NoError(t, err)
+	second.PreviousFreshPrefix = ""
+	require.Equal(t, second, current)
+	_, err = f.c.LoadPlan(ctx, f.topicID, "run-A")
+	require.ErrorIs(t, err, catalog.ErrNotFound, "the dead run's plan is gone")
+	staged, err := f.c.StagedChunks(ctx, f.topicID, "run-A")
+	require.NoError(t, err)
+	require.Empty(t, staged, "the dead run's staged chunks are gone")
+	n, err := f.c.QueueLength(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	for _, bad := range []struct{ owner, token, prefix string }{
+		{"", "run-C", "tp_C"}, {"o", "", "tp_C"}, {"o", "run-C", ""}, {"o", "run-\xff", "tp_C"},
+	} {
+		_, err := f.c.AcquireLease(ctx, f.topicID, bad.owner, bad.token, bad.prefix)
+		require.ErrorIs(t, err, catalog.ErrInvalid)
+	}
+	after, err := f.c.LeaseOf(ctx, f.topicID)
+	require.NoError(t, err)
+	require.Equal(t, current, after, "refused calls change nothing")
+}
+
+func TestAcquireLeaseQueuesAndRefusesUnfinalized(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 1)
+
+	// Manual start on an unqueued topic queues it.
+	_, err := f.c.AcquireLease(ctx, f.topicID, "optimize/imu", "run-A", "tp_A")
+	require.NoError(t, err)
+	queued, err := f.c.ListQueued(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Equal(t, []catalog.QueuedTopic{{TopicID: f.topicID, Locator: "run_1/sensors/imu"}}, queued)
+
+	_, err = f.c.AcquireLease(ctx, 999999, "o", "run-A", "tp_A")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+	require.ErrorContains(t, err, "does not exist")
+
+	seq, err := f.c.CreateSequence(ctx, "run_1")
+	require.NoError(t, err)
+	open, err := f.c.CreateTopic(ctx, seq, "run_1/live", "tp_L", "parquet")
+	require.NoError(t, err)
+	_, err = f.c.AcquireLease(ctx, open, "o", "run-A", "tp_A")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
+	require.ErrorContains(t, err, "not finalized")
+	n, err := f.c.QueueLength(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the unfinalized topic was not queued")
+}
+
+func TestReleaseLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	l := f.lease(t, "run-A")
+	f.planAndStage(t, l, 2)
+	before := f.state(t, "run-A")
+
+	released, prefix, err := f.c.ReleaseLease(ctx, f.topicID, "run-OTHER")
+	require.NoError(t, err)
+	require.False(t, released)
+	require.Empty(t, prefix)
+	require.Equal(t, before, f.state(t, "run-A"), "a foreign token changes nothing")
+
+	released, prefix, err = f.c.ReleaseLease(ctx, f.topicID, "run-A")
+	require.NoError(t, err)
+	require.True(t, released)
+	require.Equal(t, "tp_NEW_run-A", prefix)
+	after := f.state(t, "run-A")
+	require.Contains(t, after.LeaseErr, "topic not queued")
+	require.Zero(t, after.QueueLength)
+	require.Contains(t, after.PlanErr, "no plan")
+	require.Empty(t, after.Staged)
+	require.Equal(t, before.Chunks, after.Chunks, "chunks untouched")
+	require.Equal(t, before.Topic, after.Topic, "topic untouched")
+
+	released, _, err = f.c.ReleaseLease(ctx, f.topicID, "run-A")
+	require.NoError(t, err)
+	require.False(t, released, "releasing twice does nothing")
+}
