@@ -1,0 +1,346 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/storeopt/storeopt/activities"
+)
+
+// queue is a mocked optimization queue: EnqueueTopics and ListQueuedTopics over a fixed topic list
+// in topic ID order. It is shared by the executions of one run.
+type queue struct {
+	topics []activities.QueuedTopic
+
+	mu       sync.Mutex
+	enqueues int
+	lists    []activities.ListQueuedTopicsInput
+}
+
+func newQueue(locators ...string) *queue {
+	q := &queue{}
+	for i, l := range locators {
+		q.topics = append(q.topics, activities.QueuedTopic{TopicID: int64(10 * (i + 1)), Locator: l})
+	}
+	return q
+}
+
+func (q *queue) install(env *testsuite.TestWorkflowEnvironment) {
+	env.OnActivity(a.EnqueueTopics, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.EnqueueTopicsInput) (activities.EnqueueTopicsResult, error) {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			q.enqueues++
+			return activities.EnqueueTopicsResult{Added: len(q.topics), Queued: len(q.topics)}, nil
+		}).Maybe()
+	env.OnActivity(a.ListQueuedTopics, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ListQueuedTopicsInput) (activities.ListQueuedTopicsResult, error) {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			q.lists = append(q.lists, in)
+			var page []activities.QueuedTopic
+			for _, t := range q.topics {
+				if t.TopicID > in.AfterTopicID && len(page) < in.Limit {
+					page = append(page, t)
+				}
+			}
+			return activities.ListQueuedTopicsResult{Topics: page}, nil
+		}).Maybe()
+}
+
+// childResult is what a mocked OptimizeTopicWorkflow returns for a topic.
+func childResult(in OptimizeTopicInput) OptimizeTopicResult {
+	return OptimizeTopicResult{Locator: in.Locator, InputChunks: 10, OutputChunks: 1, Rows: in.TopicID,
+		InputBytes: 1000, OutputBytes: 900}
+}
+
+// mockChildren replaces OptimizeTopicWorkflow with fn.
+func mockChildren(env *testsuite.TestWorkflowEnvironment,
+	fn func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error)) {
+	env.OnWorkflow(OptimizeTopicWorkflow, mock.Anything, mock.Anything).Return(fn).Maybe()
+}
+
+// runLegs runs a StoreOptimizerWorkflow run to its end, one test environment per execution,
+// starting each execution with the input its predecessor continued as new with. setup installs the
+// mocks of each environment. It returns the inputs of the executions after the first and the run's
+// result.
+func runLegs(t *testing.T, in StoreOptimizerInput, setup func(env *testsuite.TestWorkflowEnvironment)) (
+	[]StoreOptimizerInput, StoreOptimizerResult) {
+	t.Helper()
+	var next []StoreOptimizerInput
+	for leg := 0; leg < 100; leg++ {
+		env := newTestEnv(t)
+		setup(env)
+		env.ExecuteWorkflow(StoreOptimizerWorkflow, in)
+		require.True(t, env.IsWorkflowCompleted())
+		err := env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if !errors.As(err, &can) {
+			require.NoError(t, err)
+			var res StoreOptimizerResult
+			require.NoError(t, env.GetWorkflowResult(&res))
+			return next, res
+		}
+		require.Equal(t, "StoreOptimizerWorkflow", can.WorkflowType.Name)
+		in = StoreOptimizerInput{}
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &in))
+		next = append(next, in)
+	}
+	t.Fatal("run did not end after 100 executions")
+	return nil, StoreOptimizerResult{}
+}
+
+func TestStoreOptimizerContinuesAsNewAfterEveryFullPage(t *testing.T) {
+	for _, n := range []int{5, 4} {
+		t.Run(fmt.Sprint(n, " topics"), func(t *testing.T) {
+			var locators []string
+			for i := range n {
+				locators = append(locators, fmt.Sprintf("seq/t%d", i))
+			}
+			q := newQueue(locators...)
+			var mu sync.Mutex
+			var children []OptimizeTopicInput
+			setup := func(env *testsuite.TestWorkflowEnvironment) {
+				q.install(env)
+				mockChildren(env, func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
+					mu.Lock()
+					children = append(children, in)
+					mu.Unlock()
+					return childResult(in), nil
+				})
+			}
+
+			next, res := runLegs(t, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3}, setup)
+
+			// Full pages of 2 continue as new with the cursor and counts; the first short page
+			// (possibly empty) ends the run.
+			require.Len(t, next, n/2)
+			require.Equal(t, &RunState{Enqueued: true, AfterTopicID: 20, Result: StoreOptimizerResult{
+				Optimized: 2, Rows: 30, InputChunks: 20, OutputChunks: 2, InputBytes: 2000, OutputBytes: 1800,
+			}}, next[0].State)
+			require.Equal(t, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3,
+				MaxConcurrentTopics: DefaultMaxConcurrentTopics, State: next[0].State}, next[0])
+			require.Equal(t, int64(40), next[1].State.AfterTopicID)
+
+			require.Equal(t, 1, q.enqueues, "EnqueueTopics runs once per run")
+			var cursors []int64
+			for _, l := range q.lists {
+				require.Equal(t, 2, l.Limit)
+				cursors = append(cursors, l.AfterTopicID)
+			}
+			require.Equal(t, []int64{0, 20, 40}, cursors)
+
+			var rows int64
+			for _, topic := range q.topics {
+				rows += topic.TopicID
+			}
+			require.Equal(t, StoreOptimizerResult{Optimized: n, Rows: rows, InputChunks: 10 * n,
+				OutputChunks: n, InputBytes: int64(1000 * n), OutputBytes: int64(900 * n)}, res)
+			require.Len(t, children, n)
+			for _, c := range children {
+				require.Equal(t, int64(5000), c.MaxChunkSizeBytes)
+				require.Equal(t, 3, c.TopicParallelism)
+			}
+		})
+	}
+}
+
+func TestStoreOptimizerBoundsTopicsInFlightAndAnswersProgress(t *testing.T) {
+	env := newTestEnv(t)
+	// Start order differs from sorted order: the query sorts.
+	q := newQueue("seq/c", "seq/a", "seq/b", "seq/f", "seq/e", "seq/d", "seq/g")
+	q.install(env)
+	var mu sync.Mutex
+	running, maxRunning := 0, 0
+	var optionErrs []string
+	mockChildren(env, func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
+		// Checked here rather than with require: this runs on a workflow goroutine.
+		if id := workflow.GetInfo(ctx).WorkflowExecution.ID; id != TopicWorkflowID(in.Locator) {
+			optionErrs = append(optionErrs, "workflow ID "+id)
+		}
+		if sa, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(TopicLocatorKey); !ok || sa != in.Locator {
+			optionErrs = append(optionErrs, fmt.Sprintf("search attribute %q %v", sa, ok))
+		}
+		mu.Lock()
+		running++
+		maxRunning = max(maxRunning, running)
+		mu.Unlock()
+		err := workflow.Sleep(ctx, time.Minute)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return childResult(in), err
+	})
+	var progress []Progress
+	query := func() {
+		v, err := env.QueryWorkflow(ProgressQuery)
+		require.NoError(t, err)
+		var p Progress
+		require.NoError(t, v.Get(&p))
+		progress = append(progress, p)
+	}
+	env.RegisterDelayedCallback(query, 30*time.Second)
+	env.RegisterDelayedCallback(query, 90*time.Second)
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 3})
+
+	require.NoError(t, env.GetWorkflowError())
+	require.Empty(t, optionErrs)
+	require.Equal(t, 3, maxRunning)
+	query()
+	require.Equal(t, []Progress{
+		{InFlight: 3, InFlightLocators: []string{"seq/a", "seq/b", "seq/c"}},
+		{Done: 3, InFlight: 3, InFlightLocators: []string{"seq/d", "seq/e", "seq/f"}},
+		{Done: 7, InFlightLocators: []string{}},
+	}, progress)
+}
+
+func TestStoreOptimizerSkipsTopicAlreadyBeingOptimized(t *testing.T) {
+	env := newTestEnv(t)
+	// The same locator queued twice: the second child start finds the first one running, as a
+	// start does when another run is optimizing the topic.
+	q := newQueue("seq/a", "seq/a", "seq/b")
+	q.install(env)
+	mockChildren(env, func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
+		return childResult(in), workflow.Sleep(ctx, time.Minute)
+	})
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 3})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res StoreOptimizerResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 2, res.Optimized)
+	require.Equal(t, 1, res.Skipped)
+	require.Zero(t, res.Failed)
+}
+
+func TestIsAlreadyStarted(t *testing.T) {
+	require.True(t, isAlreadyStarted(fmt.Errorf("start child: %w", &temporal.ChildWorkflowExecutionAlreadyStartedError{})))
+	require.False(t, isAlreadyStarted(temporal.NewApplicationError("boom", "X")))
+	require.False(t, isAlreadyStarted(nil))
+}
+
+func TestStoreOptimizerRecordsFailedTopicsFromRealChildren(t *testing.T) {
+	env := newTestEnv(t)
+	q := newQueue("seq/a", "seq/b", "seq/c")
+	q.install(env)
+	var released []activities.ReleaseInput
+	var mu sync.Mutex
+	env.OnActivity(a.Lease, mock.Anything, mock.Anything).Return(activities.LeaseResult{}, nil)
+	env.OnActivity(a.ReadSort, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReadSortInput) (activities.ReadSortResult, error) {
+			if in.TopicID == 20 {
+				return activities.ReadSortResult{}, temporal.NewNonRetryableApplicationError(
+					"chunk tp_b/data/00001.parquet: schema differs from chunk 00000", activities.ErrTypeInput, nil)
+			}
+			return activities.ReadSortResult{Groups: 2}, nil
+		})
+	env.OnActivity(a.WriteChunks, mock.Anything, mock.Anything).Return(activities.WriteChunksResult{}, nil)
+	env.OnActivity(a.Commit, mock.Anything, mock.Anything).Return(activities.CommitResult{
+		InputChunks: 5, OutputChunks: 1, Rows: 50, InputBytes: 500, OutputBytes: 400}, nil)
+	env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReleaseInput) (activities.ReleaseResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			released = append(released, in)
+			return activities.ReleaseResult{Released: true}, nil
+		})
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res StoreOptimizerResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, StoreOptimizerResult{
+		Optimized: 2, Failed: 1,
+		Failures: []TopicFailure{{Locator: "seq/b",
+			Error: "topic seq/b: read-sort: chunk tp_b/data/00001.parquet: schema differs from chunk 00000"}},
+		Rows: 100, InputChunks: 10, OutputChunks: 2, InputBytes: 1000, OutputBytes: 800,
+	}, res)
+	require.Equal(t, []activities.ReleaseInput{{TopicID: 20,
+		Reason: "read-sort failed: chunk tp_b/data/00001.parquet: schema differs from chunk 00000"}}, released)
+}
+
+func TestStoreOptimizerCapsRecordedFailures(t *testing.T) {
+	failing := func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
+		return OptimizeTopicResult{}, topicFailure(in.Locator, &stepError{step: stepCommit,
+			err: temporal.NewNonRetryableApplicationError("lease lost", activities.ErrTypeLeaseLost, nil)})
+	}
+	var locators []string
+	for i := range 150 {
+		locators = append(locators, fmt.Sprintf("seq/t%03d", i))
+	}
+
+	t.Run("one page", func(t *testing.T) {
+		env := newTestEnv(t)
+		newQueue(locators...).install(env)
+		mockChildren(env, failing)
+
+		env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{PageSize: 1000, MaxConcurrentTopics: 50})
+
+		require.NoError(t, env.GetWorkflowError())
+		var res StoreOptimizerResult
+		require.NoError(t, env.GetWorkflowResult(&res))
+		require.Equal(t, 150, res.Failed)
+		require.Len(t, res.Failures, MaxRecordedFailures)
+		recorded := make([]string, 0, len(res.Failures))
+		for _, f := range res.Failures {
+			recorded = append(recorded, f.Locator)
+		}
+		// Children finish in any order: 100 distinct topics of the page are recorded.
+		require.Len(t, slices.Compact(slices.Sorted(slices.Values(recorded))), MaxRecordedFailures)
+		require.Subset(t, locators, recorded)
+		require.Contains(t, res.Failures, TopicFailure{Locator: "seq/t000", Error: "topic seq/t000: commit: lease lost"})
+	})
+
+	t.Run("carried over continue-as-new", func(t *testing.T) {
+		env := newTestEnv(t)
+		newQueue(locators[:3]...).install(env)
+		mockChildren(env, failing)
+		state := &RunState{Enqueued: true, Result: StoreOptimizerResult{Failed: 99,
+			Failures: slices.Repeat([]TopicFailure{{Locator: "old", Error: "old"}}, 99)}}
+
+		env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 1, State: state})
+
+		var res StoreOptimizerResult
+		require.NoError(t, env.GetWorkflowResult(&res))
+		require.Equal(t, 102, res.Failed)
+		require.Len(t, res.Failures, MaxRecordedFailures)
+		require.Equal(t, "seq/t000", res.Failures[99].Locator)
+	})
+}
+
+func TestStoreOptimizerCancelCancelsChildrenWhichRelease(t *testing.T) {
+	env := newTestEnv(t)
+	q := newQueue("seq/a", "seq/b", "seq/c")
+	q.install(env)
+	m := &topicMocks{groups: 2, writeDelay: time.Hour}
+	m.install(env)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 2})
+
+	err := env.GetWorkflowError()
+	require.True(t, temporal.IsCanceledError(err), "want canceled, got %v", err)
+	var releases int
+	for _, c := range m.log.list() {
+		if c == "release: canceled during write-chunks 0/2" {
+			releases++
+		}
+	}
+	require.Equal(t, 2, releases, "both topics in flight release: %v", m.log.list())
+	require.NotContains(t, m.log.list(), "commit")
+}
