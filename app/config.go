@@ -1,0 +1,166 @@
+// Package app wires storeopt together: configuration from flags and environment variables, the
+// Temporal client, the object store, the worker (RunWorker), one optimization pass (RunPass), the
+// Temporal Schedule (EnsureSchedule), the catalog report and the read benchmark. The mains in
+// worker/ and starter/ are thin shells around it, so everything here is callable from tests.
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/storeopt/storeopt/workflows"
+)
+
+// Environment variables that give flags their defaults.
+const (
+	EnvTemporalAddress         = "TEMPORAL_ADDRESS"
+	EnvTemporalNamespace       = "TEMPORAL_NAMESPACE"
+	EnvTaskQueue               = "STOREOPT_TASK_QUEUE"
+	EnvDatabaseURL             = "STOREOPT_DATABASE_URL"
+	EnvStoreURL                = "STOREOPT_STORE_URL"
+	EnvMemoryPoolSize          = "STOREOPT_MEMORY_POOL_SIZE"
+	EnvMaxConcurrentActivities = "STOREOPT_MAX_CONCURRENT_ACTIVITIES"
+	EnvLogLevel                = "STOREOPT_LOG_LEVEL"
+)
+
+// Defaults used when neither a flag nor its environment variable is set.
+const (
+	DefaultTemporalAddress = "127.0.0.1:7233"
+	DefaultNamespace       = "default"
+	DefaultDatabaseURL     = "postgres://postgres@127.0.0.1:5432/storeopt?sslmode=disable"
+	// DefaultStoreDir is the directory (relative to the working directory) of the default
+	// file:// store.
+	DefaultStoreDir = "demo-data/store"
+	// DefaultMaxConcurrentActivities is the number of activities one worker runs at once. The
+	// data-path activities are CPU and memory heavy, so the default is small.
+	DefaultMaxConcurrentActivities = 4
+)
+
+// Config is the configuration shared by the worker and the starter.
+type Config struct {
+	// TemporalAddress is the host:port of the Temporal frontend (gRPC).
+	TemporalAddress string
+	// Namespace is the Temporal namespace.
+	Namespace string
+	// TaskQueue is the task queue the worker polls and the starter starts workflows on.
+	TaskQueue string
+	// DatabaseURL is the PostgreSQL URL of the catalog (may hold a password: log it only through
+	// RedactURL).
+	DatabaseURL string
+	// StoreURL is the gocloud.dev/blob URL of the object store: file:///dir, mem://, s3://bucket?….
+	StoreURL string
+	// MemoryPoolBytes caps the memory all activities of one worker use together, bytes;
+	// 0 = unlimited.
+	MemoryPoolBytes int64
+	// MaxConcurrentActivities is the number of activities one worker executes at once; 0 = the
+	// Temporal SDK default.
+	MaxConcurrentActivities int
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+}
+
+// DefaultStoreURL returns file://<absolute path of ./demo-data/store>.
+func DefaultStoreURL() string {
+	dir, err := filepath.Abs(DefaultStoreDir)
+	if err != nil {
+		dir = filepath.Join(os.TempDir(), "storeopt-store")
+	}
+	return "file://" + filepath.ToSlash(dir)
+}
+
+// BindFlags registers one flag per Config field on fs. Each flag's default comes from its
+// environment variable (see the Env* constants) or, when that is unset or empty, from the
+// Default* constants. A malformed numeric environment variable is reported by Validate.
+func (c *Config) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.TemporalAddress, "temporal-address", envOr(EnvTemporalAddress, DefaultTemporalAddress),
+		"Temporal frontend host:port (env "+EnvTemporalAddress+")")
+	fs.StringVar(&c.Namespace, "namespace", envOr(EnvTemporalNamespace, DefaultNamespace),
+		"Temporal namespace (env "+EnvTemporalNamespace+")")
+	fs.StringVar(&c.TaskQueue, "task-queue", envOr(EnvTaskQueue, workflows.TaskQueue),
+		"Temporal task queue (env "+EnvTaskQueue+")")
+	fs.StringVar(&c.DatabaseURL, "database-url", envOr(EnvDatabaseURL, DefaultDatabaseURL),
+		"PostgreSQL URL of the catalog (env "+EnvDatabaseURL+")")
+	fs.StringVar(&c.StoreURL, "store-url", envOr(EnvStoreURL, DefaultStoreURL()),
+		"object store URL: file:///dir, mem://, s3://bucket?endpoint=… (env "+EnvStoreURL+")")
+	fs.Int64Var(&c.MemoryPoolBytes, "memory-pool-size", envInt64(EnvMemoryPoolSize, 0),
+		"memory shared by a worker's activities, bytes; 0 = unlimited (env "+EnvMemoryPoolSize+")")
+	fs.IntVar(&c.MaxConcurrentActivities, "max-concurrent-activities",
+		int(envInt64(EnvMaxConcurrentActivities, DefaultMaxConcurrentActivities)),
+		"activities one worker runs at once (env "+EnvMaxConcurrentActivities+")")
+	fs.StringVar(&c.LogLevel, "log-level", envOr(EnvLogLevel, "info"),
+		"log level: debug, info, warn, error (env "+EnvLogLevel+")")
+}
+
+// Validate reports the first invalid setting, including malformed numeric environment variables
+// that BindFlags had to ignore.
+func (c *Config) Validate() error {
+	for _, name := range []string{EnvMemoryPoolSize, EnvMaxConcurrentActivities} {
+		if v := os.Getenv(name); v != "" {
+			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+				return fmt.Errorf("%s=%q: not an integer", name, v)
+			}
+		}
+	}
+	switch {
+	case c.TemporalAddress == "":
+		return fmt.Errorf("temporal address is empty (--temporal-address or %s)", EnvTemporalAddress)
+	case c.Namespace == "":
+		return fmt.Errorf("namespace is empty (--namespace or %s)", EnvTemporalNamespace)
+	case c.TaskQueue == "":
+		return fmt.Errorf("task queue is empty (--task-queue or %s)", EnvTaskQueue)
+	case c.DatabaseURL == "":
+		return fmt.Errorf("database URL is empty (--database-url or %s)", EnvDatabaseURL)
+	case c.StoreURL == "":
+		return fmt.Errorf("store URL is empty (--store-url or %s)", EnvStoreURL)
+	case c.MemoryPoolBytes < 0:
+		return fmt.Errorf("memory pool size %d bytes is negative (0 = unlimited)", c.MemoryPoolBytes)
+	case c.MaxConcurrentActivities < 0:
+		return fmt.Errorf("max concurrent activities %d is negative", c.MaxConcurrentActivities)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	return nil
+}
+
+// NewLogger returns a text slog.Logger on stderr at c.LogLevel (info when invalid).
+func (c *Config) NewLogger() *slog.Logger {
+	level, err := parseLevel(c.LogLevel)
+	if err != nil {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
+		return 0, fmt.Errorf("log level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt64(name string, def int64) int64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return def // reported by Validate
+	}
+	return n
+}

@@ -1,0 +1,210 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/storeopt/storeopt/workflows"
+)
+
+// ScheduleID is the ID of the Temporal Schedule that starts optimization runs periodically.
+const ScheduleID = "storeopt-store-optimizer"
+
+// RunWorkflowIDPrefix starts the workflow ID of every run started by RunPass
+// ("storeopt-run-<ULID>") and of every run started by the schedule ("storeopt-scheduled-<time>").
+const (
+	RunWorkflowIDPrefix       = "storeopt-run-"
+	ScheduledWorkflowIDPrefix = "storeopt-scheduled"
+)
+
+// DefaultMaxChunkSizeBytes is the default soft size limit of one output chunk, bytes.
+const DefaultMaxChunkSizeBytes int64 = 256_000_000
+
+// PassOptions are the knobs of one optimization run (StoreOptimizerWorkflow input). Zero values
+// leave the workflow's defaults.
+type PassOptions struct {
+	// MaxChunkSizeBytes is the soft limit of one output chunk, bytes.
+	MaxChunkSizeBytes int64
+	// MaxConcurrentTopics is how many topics are optimized at once.
+	MaxConcurrentTopics int
+	// TopicParallelism is how many WriteChunks activities of one topic run at once.
+	TopicParallelism int
+	// PageSize is how many queued topics one page (one continue-as-new segment) takes.
+	PageSize int
+}
+
+// Validate reports a negative option.
+func (o PassOptions) Validate() error {
+	switch {
+	case o.MaxChunkSizeBytes < 0:
+		return fmt.Errorf("max chunk size %d bytes is negative", o.MaxChunkSizeBytes)
+	case o.MaxConcurrentTopics < 0:
+		return fmt.Errorf("max concurrent topics %d is negative", o.MaxConcurrentTopics)
+	case o.TopicParallelism < 0:
+		return fmt.Errorf("topic parallelism %d is negative", o.TopicParallelism)
+	case o.PageSize < 0:
+		return fmt.Errorf("page size %d is negative", o.PageSize)
+	}
+	return nil
+}
+
+// Input returns the StoreOptimizerWorkflow input of a fresh run with these options.
+func (o PassOptions) Input() workflows.StoreOptimizerInput {
+	return workflows.StoreOptimizerInput{
+		MaxChunkSizeBytes:   o.MaxChunkSizeBytes,
+		MaxConcurrentTopics: o.MaxConcurrentTopics,
+		TopicParallelism:    o.TopicParallelism,
+		PageSize:            o.PageSize,
+	}
+}
+
+// StartPass starts one StoreOptimizerWorkflow with ID "storeopt-run-<ULID>" on cfg.TaskQueue and
+// returns its handle without waiting.
+func StartPass(ctx context.Context, c client.Client, cfg Config, opts PassOptions) (client.WorkflowRun, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	id := RunWorkflowIDPrefix + ulid.Make().String()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             cfg.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, workflows.StoreOptimizerWorkflow, opts.Input())
+	if err != nil {
+		return nil, fmt.Errorf("start StoreOptimizerWorkflow %s on task queue %s: %w", id, cfg.TaskQueue, err)
+	}
+	return run, nil
+}
+
+// RunPass runs one optimization pass: it starts StoreOptimizerWorkflow (see StartPass), waits for
+// it (across continue-as-new) and returns its result. Topic failures are in the result, not in
+// the error; the error is for a run that could not start or did not complete.
+func RunPass(ctx context.Context, c client.Client, cfg Config, opts PassOptions) (workflows.StoreOptimizerResult, error) {
+	run, err := StartPass(ctx, c, cfg, opts)
+	if err != nil {
+		return workflows.StoreOptimizerResult{}, err
+	}
+	return WaitPass(ctx, run)
+}
+
+// WaitPass waits for a run started by StartPass (across continue-as-new) and returns its result.
+func WaitPass(ctx context.Context, run client.WorkflowRun) (workflows.StoreOptimizerResult, error) {
+	var res workflows.StoreOptimizerResult
+	if err := run.Get(ctx, &res); err != nil {
+		return res, fmt.Errorf("run %s: %w", run.GetID(), err)
+	}
+	return res, nil
+}
+
+// ScheduleSpecFor returns the spec of a schedule that fires every interval, or on the cron
+// expression (standard 5-field cron, or @every/@hourly… forms Temporal accepts). Exactly one of
+// them must be given.
+func ScheduleSpecFor(interval time.Duration, cron string) (client.ScheduleSpec, error) {
+	cron = strings.TrimSpace(cron)
+	switch {
+	case interval < 0:
+		return client.ScheduleSpec{}, fmt.Errorf("schedule interval %s is negative", interval)
+	case interval > 0 && cron != "":
+		return client.ScheduleSpec{}, errors.New("give a schedule interval or a cron expression, not both")
+	case interval > 0:
+		return client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: interval}}}, nil
+	case cron != "":
+		return client.ScheduleSpec{CronExpressions: []string{cron}}, nil
+	}
+	return client.ScheduleSpec{}, errors.New("a schedule needs an interval or a cron expression")
+}
+
+// EnsureSchedule creates the Temporal Schedule ScheduleID, or updates it when it exists, so that
+// it starts StoreOptimizerWorkflow with opts on cfg.TaskQueue every interval or on cron (see
+// ScheduleSpecFor) with overlap policy SKIP: a run that is still going when the next one is due
+// makes the schedule skip that one. The schedule is left unpaused.
+func EnsureSchedule(ctx context.Context, c client.Client, cfg Config, opts PassOptions, interval time.Duration, cron string) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	spec, err := ScheduleSpecFor(interval, cron)
+	if err != nil {
+		return err
+	}
+	action := &client.ScheduleWorkflowAction{
+		ID:        ScheduledWorkflowIDPrefix,
+		Workflow:  workflows.StoreOptimizerWorkflow,
+		Args:      []any{opts.Input()},
+		TaskQueue: cfg.TaskQueue,
+	}
+	_, err = c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:      ScheduleID,
+		Spec:    spec,
+		Action:  action,
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+	})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("create schedule %s: %w", ScheduleID, err)
+	}
+	err = c.ScheduleClient().GetHandle(ctx, ScheduleID).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			s.Spec = &spec
+			s.Action = action
+			if s.Policy == nil {
+				s.Policy = &client.SchedulePolicies{}
+			}
+			s.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
+			if s.State != nil {
+				s.State.Paused = false
+			}
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("update schedule %s: %w", ScheduleID, err)
+	}
+	return nil
+}
+
+// WriteSummary writes the summary of a finished run: counts of optimized, skipped and failed
+// topics, rows and chunk/byte totals, then one line per failed topic with its locator and error.
+func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%s\n", runID)
+	fmt.Fprintf(tw, "optimized\t%d\n", res.Optimized)
+	fmt.Fprintf(tw, "skipped\t%d\n", res.Skipped)
+	fmt.Fprintf(tw, "failed\t%d\n", res.Failed)
+	fmt.Fprintf(tw, "rows\t%d\n", res.Rows)
+	fmt.Fprintf(tw, "chunks\t%d -> %d\n", res.InputChunks, res.OutputChunks)
+	fmt.Fprintf(tw, "bytes\t%d -> %d\n", res.InputBytes, res.OutputBytes)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(res.Failures) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nfailed topics:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "locator\terror")
+	for _, f := range res.Failures {
+		fmt.Fprintf(tw, "%s\t%s\n", f.Locator, oneLine(f.Error))
+	}
+	if res.Failed > len(res.Failures) {
+		fmt.Fprintf(tw, "…\t%d more failures not listed (see the Web UI)\n", res.Failed-len(res.Failures))
+	}
+	return tw.Flush()
+}
+
+// oneLine folds a multi-line error message onto one line for the table.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,42 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
+	_ "gocloud.dev/blob/memblob" // mem:// URLs
+	_ "gocloud.dev/blob/s3blob"  // s3:// URLs
+)
+
+// OpenStore opens the object store named by a gocloud.dev/blob URL:
+//
+//   - file:///abs/dir — a directory, created (with parents) when missing;
+//   - mem:// — an in-memory bucket (tests only: it is empty and private to this process);
+//   - s3://bucket?region=…&endpoint=…&use_path_style=true&disable_https=true — S3 or MinIO, with
+//     credentials from the usual AWS environment variables.
+//
+// Errors name the URL through RedactURL, never with its secrets.
+func OpenStore(ctx context.Context, storeURL string) (*blob.Bucket, error) {
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		return nil, fmt.Errorf("store URL %s: %v", RedactURL(storeURL), "not a URL")
+	}
+	if u.Scheme == fileblob.Scheme {
+		dir := u.Path
+		if dir == "" {
+			return nil, fmt.Errorf("store URL %s: no directory (want file:///absolute/dir)", RedactURL(storeURL))
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("store URL %s: create directory: %w", RedactURL(storeURL), err)
+		}
+	}
+	b, err := blob.OpenBucket(ctx, storeURL)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %s", RedactURL(storeURL), redactErr(err, storeURL))
+	}
+	return b, nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"gocloud.dev/blob"
+
+	"github.com/storeopt/storeopt/app"
+)
+
+func newReportCommand(e *env) *cobra.Command {
+	var (
+		asJSON bool
+		read   bool
+		before string
+	)
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Print chunks, bytes, rows and optimized_at per topic from the catalog",
+		Long: `Print one line per topic of the catalog: locator, data prefix, chunks, bytes, rows and
+when it was last optimized.
+
+  --json             write a JSON snapshot instead (keep it to compare later)
+  --read             also time reading every chunk of each topic with pqarrow
+  --before FILE      compare with a snapshot taken earlier: chunks, bytes and read seconds
+                     before and after (the old objects are still in the store after an
+                     optimization, so both sides are really read)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cat, bucket, closeData, err := openData(ctx, e)
+			if err != nil {
+				return err
+			}
+			defer closeData()
+			reports, err := app.Report(ctx, cat)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch {
+			case before != "":
+				snapshot, err := app.ReadReportJSON(before)
+				if err != nil {
+					return err
+				}
+				return app.WriteComparison(ctx, out, snapshot, reports, bucket)
+			case asJSON:
+				return app.WriteReportJSON(out, reports)
+			default:
+				var bench *blob.Bucket
+				if read {
+					bench = bucket
+				}
+				return app.WriteReportTable(ctx, out, reports, bench)
+			}
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "write a JSON snapshot")
+	cmd.Flags().BoolVar(&read, "read", false, "time reading every chunk of each topic")
+	cmd.Flags().StringVar(&before, "before", "", "compare with this JSON snapshot (before/after table with read times)")
+	cmd.MarkFlagsMutuallyExclusive("json", "before")
+	return cmd
+}
