@@ -1,0 +1,201 @@
+package ingest
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+)
+
+// Kind is the sensor kind of a simulated topic; it fixes the schema, the sample rate and the
+// "mosaico:ontology" schema metadata.
+type Kind string
+
+// The simulated sensor kinds.
+const (
+	IMU    Kind = "imu"    // 400 Hz inertial measurements: accelerations, angular rates, orientation
+	GPS    Kind = "gps"    // 10 Hz position fixes
+	Camera Kind = "camera" // 30 Hz camera frames with a binary payload
+)
+
+// DefaultPayloadBytes is the per-row payload of a Camera topic whose PayloadBytes is 0.
+const DefaultPayloadBytes = 50_000
+
+// DefaultWorkers is the number of chunks encoded and uploaded in parallel when Options.Workers is 0.
+const DefaultWorkers = 2
+
+// Options describe one simulated ingestion: one sequence and its topics.
+type Options struct {
+	// Sequence is the sequence locator (no "/" or ":").
+	Sequence string
+	// Topics are ingested one after the other, in this order.
+	Topics []TopicSpec
+	// Seed makes everything written deterministic except the data prefixes (tp_<ULID>).
+	Seed int64
+	// Workers is the number of goroutines that generate, encode and upload chunks of a topic in
+	// parallel (0 = DefaultWorkers). Catalog rows are added in ordinal order regardless.
+	Workers int
+	// Progress, when set, is called after each chunk is recorded in the catalog (from the
+	// calling goroutine of Ingest).
+	Progress func(locator string, chunksDone, chunksTotal int)
+}
+
+// TopicSpec describes one simulated topic.
+type TopicSpec struct {
+	// Path is the topic path inside the sequence, e.g. "sensors/imu"; the locator is
+	// Sequence + "/" + Path.
+	Path string
+	Kind Kind
+	// Chunks is the number of chunks (one record batch, one Parquet object each); 0 is allowed
+	// and gives a finalized topic without chunks.
+	Chunks int
+	// RowsPerChunk is the number of rows of every chunk (at least 1).
+	RowsPerChunk int
+	// PayloadBytes is the size of the binary "data" of each Camera row in bytes (0 means
+	// DefaultPayloadBytes); ignored for other kinds.
+	PayloadBytes int
+	// Overlap (0..1) is the fraction of a chunk's time span that overlaps the previous chunk:
+	// the first round(Overlap*RowsPerChunk) rows of every chunk but the first are moved back in
+	// time so that they interleave with the previous chunk's last rows.
+	Overlap float64
+	// UnsortedFraction (0..1) is the fraction of chunks (round(f*Chunks), at least one when f > 0)
+	// whose rows are not in timestamp order: a few neighbouring rows are swapped.
+	UnsortedFraction float64
+	// EqualTimestamps gives some rows of every chunk the timestamp of the row before them.
+	EqualTimestamps bool
+	// NullTimestamps is the number of rows of the topic with a null timestamp_ns (at most
+	// Chunks*RowsPerChunk), spread over the topic.
+	NullTimestamps int
+	// Compression is the Parquet codec: "zstd" (default when empty), "snappy", "gzip" or "none".
+	Compression string
+}
+
+// kind facts: sample period and description.
+type kindFacts struct {
+	periodNs    int64
+	description string
+}
+
+var kinds = map[Kind]kindFacts{
+	IMU:    {periodNs: 2_500_000, description: "inertial measurement unit: linear acceleration, angular velocity and orientation"},
+	GPS:    {periodNs: 100_000_000, description: "GNSS receiver: WGS84 position fixes with quality indicators"},
+	Camera: {periodNs: 1_000_000_000 / 30, description: "camera: encoded image frames"},
+}
+
+var codecs = map[string]compress.Compression{
+	"":       compress.Codecs.Zstd,
+	"zstd":   compress.Codecs.Zstd,
+	"snappy": compress.Codecs.Snappy,
+	"gzip":   compress.Codecs.Gzip,
+	"none":   compress.Codecs.Uncompressed,
+}
+
+// compressionName is the codec name recorded in metadata.json.
+func (s TopicSpec) compressionName() string {
+	if s.Compression == "" {
+		return "zstd"
+	}
+	return s.Compression
+}
+
+func (s TopicSpec) payloadBytes() int {
+	if s.PayloadBytes == 0 {
+		return DefaultPayloadBytes
+	}
+	return s.PayloadBytes
+}
+
+// validate checks opts and returns an error naming the offending sequence or topic.
+func (o Options) validate() error {
+	if o.Sequence == "" || strings.ContainsAny(o.Sequence, "/:") {
+		return fmt.Errorf("sequence %q: locator must be non-empty without '/' or ':'", o.Sequence)
+	}
+	if o.Workers < 0 {
+		return fmt.Errorf("sequence %s: workers %d < 0", o.Sequence, o.Workers)
+	}
+	seen := make(map[string]bool)
+	for _, t := range o.Topics {
+		locator := o.Sequence + "/" + t.Path
+		if err := t.validate(); err != nil {
+			return fmt.Errorf("topic %s: %w", locator, err)
+		}
+		if seen[t.Path] {
+			return fmt.Errorf("topic %s: listed twice", locator)
+		}
+		seen[t.Path] = true
+	}
+	return nil
+}
+
+func (t TopicSpec) validate() error {
+	switch {
+	case t.Path == "" || strings.HasPrefix(t.Path, "/") || strings.HasSuffix(t.Path, "/") ||
+		strings.Contains(t.Path, "//") || strings.Contains(t.Path, ":"):
+		return fmt.Errorf("path %q must be non-empty, without ':', leading, trailing or double '/'", t.Path)
+	case kinds[t.Kind].periodNs == 0:
+		return fmt.Errorf("unknown kind %q (imu, gps or camera)", t.Kind)
+	case t.Chunks < 0:
+		return fmt.Errorf("chunks %d < 0", t.Chunks)
+	case t.RowsPerChunk < 1:
+		return fmt.Errorf("rows per chunk %d < 1", t.RowsPerChunk)
+	case t.PayloadBytes < 0:
+		return fmt.Errorf("payload bytes %d < 0", t.PayloadBytes)
+	case !(t.Overlap >= 0 && t.Overlap <= 1):
+		return fmt.Errorf("overlap %v outside 0..1", t.Overlap)
+	case !(t.UnsortedFraction >= 0 && t.UnsortedFraction <= 1):
+		return fmt.Errorf("unsorted fraction %v outside 0..1", t.UnsortedFraction)
+	case t.NullTimestamps < 0 || int64(t.NullTimestamps) > int64(t.Chunks)*int64(t.RowsPerChunk):
+		return fmt.Errorf("null timestamps %d outside 0..%d (chunks × rows per chunk)",
+			t.NullTimestamps, int64(t.Chunks)*int64(t.RowsPerChunk))
+	}
+	if _, ok := codecs[t.Compression]; !ok {
+		return fmt.Errorf("unknown compression %q (zstd, snappy, gzip or none)", t.Compression)
+	}
+	return nil
+}
+
+// Presets lists the names Preset accepts.
+var Presets = []string{"test", "demo"}
+
+// Preset returns named options; scale (> 0) multiplies every topic's chunk count (rounded, at
+// least 1). Presets:
+//   - "test": sequence "test_run", three small topics (IMU 10 chunks × 200 rows, GPS 8 × 25,
+//     camera 6 × 4 rows of 4 KiB) with every irregularity switched on and three codecs; a few
+//     hundred KB.
+//   - "demo": sequence "demo_run", IMU 2000 chunks × 1000 rows, GPS 300 × 50, camera 300 × 30
+//     rows of 50 KB; about 650 MB of Arrow data (about 550 MB of Parquet) at scale 1.
+//
+// Errors: unknown name, scale not a positive finite number.
+func Preset(name string, scale float64) (Options, error) {
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return Options{}, fmt.Errorf("preset %q: scale %v must be a positive number", name, scale)
+	}
+	var o Options
+	switch name {
+	case "test":
+		o = Options{Sequence: "test_run", Seed: 1, Topics: []TopicSpec{
+			{Path: "sensors/imu", Kind: IMU, Chunks: 10, RowsPerChunk: 200, Overlap: 0.1,
+				UnsortedFraction: 0.3, EqualTimestamps: true, NullTimestamps: 3},
+			{Path: "sensors/gps", Kind: GPS, Chunks: 8, RowsPerChunk: 25, Overlap: 0.2,
+				UnsortedFraction: 0.25, NullTimestamps: 1, Compression: "snappy"},
+			{Path: "camera/front", Kind: Camera, Chunks: 6, RowsPerChunk: 4, PayloadBytes: 4096,
+				Overlap: 0.25, UnsortedFraction: 0.2, EqualTimestamps: true, Compression: "none"},
+		}}
+	case "demo":
+		o = Options{Sequence: "demo_run", Seed: 1, Topics: []TopicSpec{
+			{Path: "sensors/imu", Kind: IMU, Chunks: 2000, RowsPerChunk: 1000, Overlap: 0.05,
+				UnsortedFraction: 0.1, EqualTimestamps: true, NullTimestamps: 20},
+			{Path: "sensors/gps", Kind: GPS, Chunks: 300, RowsPerChunk: 50, Overlap: 0.1,
+				UnsortedFraction: 0.05, NullTimestamps: 5},
+			{Path: "camera/front", Kind: Camera, Chunks: 300, RowsPerChunk: 30, PayloadBytes: 50_000,
+				Overlap: 0.02, UnsortedFraction: 0.02, EqualTimestamps: true},
+		}}
+	default:
+		return Options{}, fmt.Errorf("unknown preset %q (one of %s)", name, strings.Join(Presets, ", "))
+	}
+	for i := range o.Topics {
+		o.Topics[i].Chunks = max(1, int(math.Round(float64(o.Topics[i].Chunks)*scale)))
+	}
+	return o, nil
+}
