@@ -1,0 +1,69 @@
+package parquetio
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Fingerprint returns a string that identifies schema including the metadata of the schema and of
+// every field at every nesting level, keys in their stored order. Equal fingerprints mean the
+// schemas are equal verbatim.
+func Fingerprint(schema *arrow.Schema) string {
+	var b strings.Builder
+	writeMetadata(&b, schema.Metadata())
+	for _, f := range schema.Fields() {
+		writeField(&b, f)
+	}
+	return b.String()
+}
+
+func writeField(b *strings.Builder, f arrow.Field) {
+	fmt.Fprintf(b, "(%q %s nullable=%t", f.Name, f.Type, f.Nullable)
+	writeMetadata(b, f.Metadata)
+	if nt, ok := f.Type.(arrow.NestedType); ok {
+		for _, c := range nt.Fields() {
+			writeField(b, c)
+		}
+	}
+	b.WriteString(")")
+}
+
+func writeMetadata(b *strings.Builder, md arrow.Metadata) {
+	b.WriteString("{")
+	for i, k := range md.Keys() {
+		fmt.Fprintf(b, "%q:%q,", k, md.Values()[i])
+	}
+	b.WriteString("}")
+}
+
+// FirstDifference describes the first difference between two schemas (schema metadata, field
+// count, a field's name, type, nullability or metadata), or returns "" when they are equal
+// verbatim.
+func FirstDifference(want, got *arrow.Schema) string {
+	if a, b := Fingerprint(want), Fingerprint(got); a == b {
+		return ""
+	}
+	if a, b := metadataString(want.Metadata()), metadataString(got.Metadata()); a != b {
+		return fmt.Sprintf("schema metadata differs: %s vs %s", a, b)
+	}
+	if want.NumFields() != got.NumFields() {
+		return fmt.Sprintf("%d fields vs %d", want.NumFields(), got.NumFields())
+	}
+	for i, f := range want.Fields() {
+		var wb, gb strings.Builder
+		writeField(&wb, f)
+		writeField(&gb, got.Field(i))
+		if wb.String() != gb.String() {
+			return fmt.Sprintf("field %d differs: %s vs %s", i, wb.String(), gb.String())
+		}
+	}
+	return "schemas differ"
+}
+
+func metadataString(md arrow.Metadata) string {
+	var b strings.Builder
+	writeMetadata(&b, md)
+	return b.String()
+}

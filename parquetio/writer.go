@@ -1,0 +1,125 @@
+package parquetio
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// WriterOptions configure a Writer. Zero values take the defaults.
+type WriterOptions struct {
+	// RowGroupRows is the number of rows per row group (the last one may be shorter); 0 = 1 Mi.
+	// Row groups are cut by rows only, so the same rows always give the same file.
+	RowGroupRows int64
+	// Compression of every column; default zstd.
+	Compression compress.Compression
+	// Mem allocates the writer's buffers; nil = Go allocator.
+	Mem memory.Allocator
+}
+
+// Writer writes one Parquet chunk: the given schema stored verbatim (pqarrow.WithStoreSchema),
+// timestamp_ns declared as the sorting column (ascending, nulls last), dictionary encoding only
+// for string columns (unique floats and timestamps encode faster and smaller without it), zstd.
+type Writer struct {
+	fw      *pqarrow.FileWriter
+	schema  *arrow.Schema
+	rgRows  int64
+	inGroup int64
+	rows    int64
+}
+
+// NewWriter starts a chunk on w. The schema must contain timestamp_ns.
+func NewWriter(w io.Writer, schema *arrow.Schema, opts WriterOptions) (*Writer, error) {
+	if opts.RowGroupRows <= 0 {
+		opts.RowGroupRows = 1 << 20
+	}
+	if opts.Compression == compress.Codecs.Uncompressed {
+		opts.Compression = compress.Codecs.Zstd
+	}
+	if opts.Mem == nil {
+		opts.Mem = memory.DefaultAllocator
+	}
+	tsIdx := schema.FieldIndices(TimestampColumn)
+	if len(tsIdx) != 1 {
+		return nil, fmt.Errorf("write chunk: schema has no single column %q", TimestampColumn)
+	}
+	props := []parquet.WriterProperty{
+		parquet.WithAllocator(opts.Mem),
+		parquet.WithCompression(opts.Compression),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
+		parquet.WithCreatedBy("storeopt"),
+	}
+	for _, f := range schema.Fields() {
+		switch f.Type.ID() {
+		case arrow.STRING, arrow.LARGE_STRING:
+			props = append(props, parquet.WithDictionaryFor(f.Name, true))
+		}
+	}
+	if leaf, ok := leafIndexOfTopLevel(schema, tsIdx[0]); ok {
+		props = append(props, parquet.WithSortingColumns([]parquet.SortingColumn{
+			{ColumnIdx: int32(leaf), Descending: false, NullsFirst: false},
+		}))
+	}
+	fw, err := pqarrow.NewFileWriter(schema, w, parquet.NewWriterProperties(props...),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(opts.Mem)))
+	if err != nil {
+		return nil, fmt.Errorf("write chunk: %w", err)
+	}
+	return &Writer{fw: fw, schema: schema, rgRows: opts.RowGroupRows}, nil
+}
+
+// leafIndexOfTopLevel returns the Parquet leaf index of top-level field i when every field before
+// it is primitive (one leaf each); otherwise ok is false and no sorting column is declared.
+func leafIndexOfTopLevel(schema *arrow.Schema, i int) (int, bool) {
+	for _, f := range schema.Fields()[:i] {
+		if _, nested := f.Type.(arrow.NestedType); nested {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// Write appends the rows of rec (which must carry the writer's schema's column types), cutting
+// row groups every RowGroupRows rows.
+func (w *Writer) Write(rec arrow.RecordBatch) error {
+	n := rec.NumRows()
+	for off := int64(0); off < n; {
+		if w.inGroup == 0 || w.inGroup >= w.rgRows {
+			w.fw.NewBufferedRowGroup()
+			w.inGroup = 0
+		}
+		take := min(n-off, w.rgRows-w.inGroup)
+		part := rec
+		if off != 0 || take != n {
+			part = rec.NewSlice(off, off+take)
+		}
+		err := w.fw.WriteBuffered(part)
+		if part != rec {
+			part.Release()
+		}
+		if err != nil {
+			return fmt.Errorf("write chunk: %w", err)
+		}
+		w.inGroup += take
+		w.rows += take
+		off += take
+	}
+	return nil
+}
+
+// Rows returns the number of rows written so far.
+func (w *Writer) Rows() int64 { return w.rows }
+
+// Close finishes the footer. It does not close the underlying io.Writer.
+func (w *Writer) Close() error {
+	if err := w.fw.Close(); err != nil {
+		return fmt.Errorf("write chunk: close: %w", err)
+	}
+	return nil
+}

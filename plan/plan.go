@@ -1,0 +1,217 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Version is the plan format version stored with every plan.
+const Version = 1
+
+// DefaultMaxChunkSizeBytes is the default soft limit of one output chunk (mosaicod's default).
+const DefaultMaxChunkSizeBytes = 256_000_000
+
+// Input describes one input chunk as the planner sees it.
+type Input struct {
+	ChunkID    int64  `json:"chunk_id"`
+	ObjectKey  string `json:"key"`
+	Rows       int64  `json:"rows"`
+	SizeBytes  int64  `json:"size"`       // object size in the store
+	ArrowBytes int64  `json:"arrow_size"` // uncompressed Arrow bytes
+	// Sorted is true when the chunk's rows are already in key order (the usual case); an
+	// unsorted chunk is sorted on its own when it is read.
+	Sorted bool `json:"sorted"`
+	// First and Last are the smallest and largest keys of the chunk (meaningless when Rows = 0).
+	First Key `json:"first"`
+	Last  Key `json:"last"`
+}
+
+// Sample stands for Rows consecutive rows of one input, in that input's sorted order, the first
+// of which has Key. Samples of one input cover all its rows. With one row per sample the plan is
+// exact; coarser samples bound the planner's memory for huge topics at the price of output
+// sizes that are estimates within one sample's rows per overlapping input.
+type Sample struct {
+	Key  Key
+	Rows int64
+}
+
+// Output is one output chunk: every row whose key lies in [Lo, Hi) (nil = unbounded).
+type Output struct {
+	Ordinal  int   `json:"ordinal"`
+	Lo       *Key  `json:"lo,omitempty"`
+	Hi       *Key  `json:"hi,omitempty"`
+	Inputs   []int `json:"inputs"`    // positions in Plan.Inputs that hold rows of this output
+	EstRows  int64 `json:"est_rows"`  // estimated rows (exact when samples are single rows)
+	EstBytes int64 `json:"est_bytes"` // estimated object bytes, from the inputs' bytes per row
+}
+
+// Totals are the facts of all input rows that verification checks the output against.
+type Totals struct {
+	Rows           int64  `json:"rows"`
+	TimestampNulls int64  `json:"timestamp_nulls"`
+	MinTs          *int64 `json:"min_ts,omitempty"`
+	MaxTs          *int64 `json:"max_ts,omitempty"`
+}
+
+// Plan is the description of an optimization's output (DESIGN.md vocabulary).
+type Plan struct {
+	Version           int      `json:"version"`
+	MaxChunkSizeBytes int64    `json:"max_chunk_size_bytes"`
+	SchemaID          string   `json:"schema_id"` // verbatim ARROW:schema of the topic
+	Inputs            []Input  `json:"inputs"`
+	Outputs           []Output `json:"outputs"`
+	GroupSize         int      `json:"group_size"` // outputs per WriteChunks activity
+	BatchRows         int64    `json:"batch_rows"` // rows per record batch read or written
+	RowGroupRows      int64    `json:"row_group_rows"`
+	Totals            Totals   `json:"totals"`
+}
+
+// Options of Compute.
+type Options struct {
+	MaxChunkSizeBytes int64 // soft limit per output chunk, bytes; 0 = DefaultMaxChunkSizeBytes
+	GroupSize         int   // outputs per WriteChunks activity; 0 = 8
+}
+
+// ErrNoRows is returned by Compute when no input has a row.
+var ErrNoRows = errors.New("topic has no rows")
+
+// Compute cuts the global row order into output chunks of at most about MaxChunkSizeBytes,
+// estimating each row's bytes as its input's SizeBytes/Rows. samples[i] are the samples of
+// inputs[i] in ascending key order. A cut is placed before the sample that would take an output
+// over the limit, so an output exceeds the limit only when a single sample (one row, for exact
+// samples) is larger than the limit. Returns ErrNoRows when the inputs hold no row.
+func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*Plan, error) {
+	if opts.MaxChunkSizeBytes <= 0 {
+		opts.MaxChunkSizeBytes = DefaultMaxChunkSizeBytes
+	}
+	if opts.GroupSize <= 0 {
+		opts.GroupSize = 8
+	}
+	if len(samples) != len(inputs) {
+		return nil, fmt.Errorf("plan: %d sample lists for %d inputs", len(samples), len(inputs))
+	}
+	type weighted struct {
+		Sample
+		bytes int64
+	}
+	var all []weighted
+	var rows, bytes int64
+	for i, in := range inputs {
+		if in.Rows == 0 {
+			continue
+		}
+		rows += in.Rows
+		bytes += in.SizeBytes
+		for _, s := range samples[i] {
+			all = append(all, weighted{Sample: s, bytes: bytesOf(in, s.Rows)})
+		}
+	}
+	if rows == 0 {
+		return nil, ErrNoRows
+	}
+	slices.SortFunc(all, func(a, b weighted) int { return a.Key.Compare(b.Key) })
+
+	p := &Plan{
+		Version:           Version,
+		MaxChunkSizeBytes: opts.MaxChunkSizeBytes,
+		Inputs:            inputs,
+		GroupSize:         opts.GroupSize,
+		Totals:            totals,
+	}
+	p.BatchRows, p.RowGroupRows = batchSizes(inputs)
+	cur := Output{}
+	for _, s := range all {
+		if cur.EstRows > 0 && cur.EstBytes+s.bytes > opts.MaxChunkSizeBytes {
+			k := s.Key
+			cur.Hi = &k
+			p.Outputs = append(p.Outputs, cur)
+			cur = Output{Ordinal: len(p.Outputs), Lo: &k}
+		}
+		cur.EstRows += s.Rows
+		cur.EstBytes += s.bytes
+	}
+	p.Outputs = append(p.Outputs, cur)
+	for i := range p.Outputs {
+		o := &p.Outputs[i]
+		for j, in := range inputs {
+			if in.Rows > 0 && overlaps(in, o.Lo, o.Hi) {
+				o.Inputs = append(o.Inputs, j)
+			}
+		}
+	}
+	return p, nil
+}
+
+func bytesOf(in Input, rows int64) int64 {
+	if in.Rows == 0 {
+		return 0
+	}
+	return (in.SizeBytes*rows + in.Rows - 1) / in.Rows
+}
+
+// overlaps reports whether any key of in may lie in [lo, hi).
+func overlaps(in Input, lo, hi *Key) bool {
+	return (hi == nil || in.First.Compare(*hi) < 0) && (lo == nil || in.Last.Compare(*lo) >= 0)
+}
+
+// batchSizes picks the rows per record batch (about 8 MiB of Arrow data) and per row group
+// (about 64 MiB, 32 MiB when rows are wider than 4 KiB, as for camera payloads) from the inputs'
+// Arrow bytes per row. Both are deterministic functions of the inputs, so a retried write gives
+// the same bytes.
+func batchSizes(inputs []Input) (batchRows, rowGroupRows int64) {
+	var rows, arrow int64
+	for _, in := range inputs {
+		rows += in.Rows
+		arrow += in.ArrowBytes
+	}
+	bpr := max(int64(1), arrow/max(rows, 1))
+	rgBytes := int64(64 << 20)
+	if bpr > 4096 {
+		rgBytes = 32 << 20
+	}
+	batchRows = min(max((8<<20)/bpr, 16), 64<<10)
+	rowGroupRows = min(max(rgBytes/bpr, 1024), 1<<20)
+	return batchRows, rowGroupRows
+}
+
+// Groups returns the number of WriteChunks groups.
+func (p *Plan) Groups() int { return (len(p.Outputs) + p.GroupSize - 1) / p.GroupSize }
+
+// Group returns the outputs of group g (0-based); nil when g is out of range.
+func (p *Plan) Group(g int) []Output {
+	lo := g * p.GroupSize
+	if g < 0 || lo >= len(p.Outputs) {
+		return nil
+	}
+	return p.Outputs[lo:min(lo+p.GroupSize, len(p.Outputs))]
+}
+
+// Picture draws the plan for tests and logs: one line per input with its key range over the
+// outputs, "#" where the input has rows in that output, then the outputs' estimated sizes.
+func (p *Plan) Picture() string {
+	var b strings.Builder
+	for j, in := range p.Inputs {
+		fmt.Fprintf(&b, "in%-3d %s |", j, sortedMark(in))
+		for _, o := range p.Outputs {
+			if slices.Contains(o.Inputs, j) {
+				b.WriteString("#")
+			} else {
+				b.WriteString(".")
+			}
+		}
+		fmt.Fprintf(&b, "| rows=%d\n", in.Rows)
+	}
+	for _, o := range p.Outputs {
+		fmt.Fprintf(&b, "out%-3d rows=%d bytes=%d inputs=%v\n", o.Ordinal, o.EstRows, o.EstBytes, o.Inputs)
+	}
+	return b.String()
+}
+
+func sortedMark(in Input) string {
+	if in.Sorted {
+		return "s"
+	}
+	return "u"
+}

@@ -1,0 +1,213 @@
+// Package store names and reaches the objects of a topic in the object store (gocloud.dev/blob):
+// data prefixes "tp_<ULID>", chunks "<prefix>/data/NNNNN.parquet" and "<prefix>/metadata.json".
+// Every key it builds or accepts is checked to stay inside its prefix, so a hostile catalog value
+// can never address an object outside the topic.
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+	"gocloud.dev/blob"
+)
+
+// MetadataFile is the name of a topic's metadata document inside its prefix.
+const MetadataFile = "metadata.json"
+
+var prefixRE = regexp.MustCompile(`^tp_[0-9A-HJKMNP-TV-Z]{26}$`)
+
+var (
+	entropyMu sync.Mutex
+	entropy   = ulid.Monotonic(rand.Reader, 0)
+)
+
+// NewPrefix returns a fresh data prefix "tp_<ULID>" (time-ordered, unique within the process and,
+// by its 80 random bits, across processes).
+func NewPrefix() string {
+	entropyMu.Lock()
+	defer entropyMu.Unlock()
+	return "tp_" + ulid.MustNew(ulid.Timestamp(time.Now()), entropy).String()
+}
+
+// CheckPrefix returns an error unless prefix has the form "tp_<ULID>".
+func CheckPrefix(prefix string) error {
+	if !prefixRE.MatchString(prefix) {
+		return fmt.Errorf("data prefix %q is not of the form tp_<ULID>", sanitize(prefix))
+	}
+	return nil
+}
+
+// ChunkKey returns the object key of chunk ordinal (0-based) under prefix:
+// "<prefix>/data/NNNNN.parquet" (5 digits, more past 99999).
+func ChunkKey(prefix string, ordinal int) string {
+	return fmt.Sprintf("%s/data/%05d.parquet", prefix, ordinal)
+}
+
+// MetadataKey returns "<prefix>/metadata.json".
+func MetadataKey(prefix string) string { return prefix + "/" + MetadataFile }
+
+// CheckKey returns an error unless key is a well-formed object key strictly inside prefix: valid
+// UTF-8, no empty, "." or ".." segment, no leading or trailing "/", no backslash or control bytes.
+func CheckKey(prefix, key string) error {
+	if err := CheckPrefix(prefix); err != nil {
+		return err
+	}
+	if !utf8.ValidString(key) {
+		return fmt.Errorf("object key %q is not valid UTF-8", sanitize(key))
+	}
+	if !strings.HasPrefix(key, prefix+"/") {
+		return fmt.Errorf("object key %q is outside data prefix %s", sanitize(key), prefix)
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("object key %q has an empty, \".\" or \"..\" segment", sanitize(key))
+		}
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return fmt.Errorf("object key %q contains a control character or backslash", sanitize(key))
+		}
+	}
+	return nil
+}
+
+// sanitize shortens s and replaces invalid UTF-8 so it can be quoted in an error message.
+func sanitize(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// inMemoryLimit is the object size up to which OpenObject reads the whole object into memory
+// (one request); larger objects are read with one range request per ReadAt.
+const inMemoryLimit = 16 << 20
+
+// Object is an object opened for random access (it satisfies parquet.ReaderAtSeeker).
+type Object interface {
+	io.ReaderAt
+	io.ReadSeeker
+	Size() int64
+}
+
+// ErrNotExist is wrapped by OpenObject when the object does not exist.
+var ErrNotExist = errors.New("object does not exist")
+
+// OpenObject opens key for random access. Objects up to 16 MiB are read whole into memory;
+// larger ones are served by range reads. Returns an error wrapping ErrNotExist when key is absent.
+func OpenObject(ctx context.Context, b *blob.Bucket, key string) (Object, error) {
+	attrs, err := b.Attributes(ctx, key)
+	if err != nil {
+		return nil, wrapNotExist(key, err)
+	}
+	if attrs.Size <= inMemoryLimit {
+		data, err := b.ReadAll(ctx, key)
+		if err != nil {
+			return nil, wrapNotExist(key, err)
+		}
+		return &memObject{Reader: bytes.NewReader(data)}, nil
+	}
+	return &rangeObject{ctx: ctx, b: b, key: key, size: attrs.Size}, nil
+}
+
+func wrapNotExist(key string, err error) error {
+	if isNotExist(err) {
+		return fmt.Errorf("object %s: %w", key, ErrNotExist)
+	}
+	return fmt.Errorf("object %s: %w", key, err)
+}
+
+type memObject struct{ *bytes.Reader }
+
+func (m *memObject) Size() int64 { return m.Reader.Size() }
+
+// rangeObject serves ReadAt with range reads; Read/Seek keep their own offset.
+type rangeObject struct {
+	ctx  context.Context
+	b    *blob.Bucket
+	key  string
+	size int64
+	off  int64
+}
+
+func (r *rangeObject) Size() int64 { return r.size }
+
+func (r *rangeObject) ReadAt(p []byte, off int64) (int, error) {
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	n := int64(len(p))
+	if off+n > r.size {
+		n = r.size - off
+	}
+	rd, err := r.b.NewRangeReader(r.ctx, r.key, off, n, nil)
+	if err != nil {
+		return 0, wrapNotExist(r.key, err)
+	}
+	defer rd.Close()
+	got, err := io.ReadFull(rd, p[:n])
+	if err == nil && int64(got) < int64(len(p)) {
+		err = io.EOF
+	}
+	return got, err
+}
+
+func (r *rangeObject) Read(p []byte) (int, error) {
+	n, err := r.ReadAt(p, r.off)
+	r.off += int64(n)
+	return n, err
+}
+
+func (r *rangeObject) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += r.off
+	case io.SeekEnd:
+		offset += r.size
+	default:
+		return 0, fmt.Errorf("seek: bad whence %d", whence)
+	}
+	if offset < 0 {
+		return 0, fmt.Errorf("seek: negative offset")
+	}
+	r.off = offset
+	return offset, nil
+}
+
+// DeletePrefix deletes every object under "<prefix>/" and returns how many it deleted. The
+// prefix must be of the form tp_<ULID>.
+func DeletePrefix(ctx context.Context, b *blob.Bucket, prefix string) (int, error) {
+	if err := CheckPrefix(prefix); err != nil {
+		return 0, err
+	}
+	it := b.List(&blob.ListOptions{Prefix: prefix + "/"})
+	n := 0
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("list %s/: %w", prefix, err)
+		}
+		if obj.IsDir {
+			continue
+		}
+		if err := b.Delete(ctx, obj.Key); err != nil && !isNotExist(err) {
+			return n, fmt.Errorf("delete %s: %w", obj.Key, err)
+		}
+		n++
+	}
+}

@@ -1,0 +1,179 @@
+// Package verify checks an optimization's output against its input before the catalog switch
+// (DESIGN.md rule 6): row counts, timestamp facts, an order-independent digest of every row's
+// contents, and the schema with all its metadata.
+package verify
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/zeebo/xxh3"
+)
+
+// Digest is an order-independent digest of a multiset of rows: the number of rows and the sum,
+// modulo 2^64, of a 64-bit hash of each row's values (all columns, in schema order; nulls and
+// values of each type hashed distinctly). Two multisets that differ in any row give different
+// digests with probability 1 - 2^-64. Digests of disjoint parts add up with Add.
+type Digest struct {
+	Rows int64  `json:"rows"`
+	Sum  uint64 `json:"sum"`
+}
+
+// Add adds o's rows to d.
+func (d *Digest) Add(o Digest) {
+	d.Rows += o.Rows
+	d.Sum += o.Sum
+}
+
+// String renders the digest as "rows/hex".
+func (d Digest) String() string { return fmt.Sprintf("%d/%016x", d.Rows, d.Sum) }
+
+// MarshalBinary encodes the digest in 16 bytes.
+func (d Digest) MarshalBinary() []byte {
+	b := make([]byte, 16)
+	binary.BigEndian.PutUint64(b, uint64(d.Rows))
+	binary.BigEndian.PutUint64(b[8:], d.Sum)
+	return b
+}
+
+// UnmarshalDigest decodes 16 bytes written by MarshalBinary.
+func UnmarshalDigest(b []byte) (Digest, error) {
+	if len(b) != 16 {
+		return Digest{}, fmt.Errorf("digest has %d bytes, 16 expected", len(b))
+	}
+	return Digest{Rows: int64(binary.BigEndian.Uint64(b)), Sum: binary.BigEndian.Uint64(b[8:])}, nil
+}
+
+// Hasher computes digests of record batches, reusing its buffers. Not safe for concurrent use.
+type Hasher struct {
+	rows []uint64
+	col  []uint64
+}
+
+// AddRows adds the rows [from, to) of rec to d.
+func (h *Hasher) AddRows(d *Digest, rec arrow.RecordBatch, from, to int64) {
+	n := int(to - from)
+	if n <= 0 {
+		return
+	}
+	h.rows = resize(h.rows, n)
+	h.col = resize(h.col, n)
+	for i := range h.rows {
+		h.rows[i] = 0x9e3779b97f4a7c15
+	}
+	for c, arr := range rec.Columns() {
+		hashColumn(h.col, arr, int(from), uint64(c+1))
+		for i, v := range h.col {
+			h.rows[i] = mix(h.rows[i]*0x100000001b3 ^ v)
+		}
+	}
+	var sum uint64
+	for _, r := range h.rows {
+		sum += mix(r ^ 0xd6e8feb86659fd93)
+	}
+	d.Rows += int64(n)
+	d.Sum += sum
+}
+
+// Record returns the digest of all rows of rec.
+func (h *Hasher) Record(rec arrow.RecordBatch) Digest {
+	var d Digest
+	h.AddRows(&d, rec, 0, rec.NumRows())
+	return d
+}
+
+func resize(s []uint64, n int) []uint64 {
+	if cap(s) < n {
+		return make([]uint64, n)
+	}
+	return s[:n]
+}
+
+// mix is the splitmix64 finalizer: a bijection on uint64 with good avalanche.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+const nullHash = 0x6a09e667f3bcc909
+
+// hashColumn writes into out[i] a hash of value from+i of arr, salted by the column number.
+func hashColumn(out []uint64, arr arrow.Array, from int, salt uint64) {
+	salt = mix(salt)
+	switch a := arr.(type) {
+	case *array.Binary:
+		for i := range out {
+			out[i] = xxh3.HashSeed(a.Value(from+i), salt)
+		}
+	case *array.String:
+		for i := range out {
+			out[i] = xxh3.HashStringSeed(a.Value(from+i), salt)
+		}
+	case *array.LargeBinary:
+		for i := range out {
+			out[i] = xxh3.HashSeed(a.Value(from+i), salt)
+		}
+	case *array.LargeString:
+		for i := range out {
+			out[i] = xxh3.HashStringSeed(a.Value(from+i), salt)
+		}
+	case *array.Boolean:
+		for i := range out {
+			if a.Value(from + i) {
+				out[i] = mix(salt ^ 1)
+			} else {
+				out[i] = mix(salt ^ 2)
+			}
+		}
+	default:
+		if fw, ok := arr.DataType().(arrow.FixedWidthDataType); ok && fw.BitWidth()%8 == 0 &&
+			len(arr.Data().Buffers()) >= 2 && arr.Data().Buffers()[1] != nil {
+			hashFixedWidth(out, arr, from, fw.BitWidth()/8, salt)
+		} else {
+			// Nested, dictionary and other layouts: hash the value's canonical rendering.
+			for i := range out {
+				out[i] = xxh3.HashStringSeed(arr.ValueStr(from+i), salt)
+			}
+		}
+	}
+	if arr.NullN() > 0 {
+		for i := range out {
+			if arr.IsNull(from + i) {
+				out[i] = mix(salt ^ nullHash)
+			}
+		}
+	}
+}
+
+func hashFixedWidth(out []uint64, arr arrow.Array, from, width int, salt uint64) {
+	buf := arr.Data().Buffers()[1].Bytes()
+	base := (arr.Data().Offset() + from) * width
+	switch width {
+	case 8:
+		for i := range out {
+			out[i] = mix(binary.LittleEndian.Uint64(buf[base+i*8:]) ^ salt)
+		}
+	case 4:
+		for i := range out {
+			out[i] = mix(uint64(binary.LittleEndian.Uint32(buf[base+i*4:])) ^ salt)
+		}
+	case 2:
+		for i := range out {
+			out[i] = mix(uint64(binary.LittleEndian.Uint16(buf[base+i*2:])) ^ salt)
+		}
+	case 1:
+		for i := range out {
+			out[i] = mix(uint64(buf[base+i]) ^ salt)
+		}
+	default:
+		for i := range out {
+			out[i] = xxh3.HashSeed(buf[base+i*width:base+(i+1)*width], salt)
+		}
+	}
+}

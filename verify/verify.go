@@ -1,0 +1,94 @@
+package verify
+
+import "fmt"
+
+// MismatchError says that the output of an optimization differs from its input; What names the
+// first difference found. Nothing may be switched after it.
+type MismatchError struct{ What string }
+
+func (e *MismatchError) Error() string { return "verification failed: " + e.What }
+
+func mismatch(format string, args ...any) error {
+	return &MismatchError{What: fmt.Sprintf(format, args...)}
+}
+
+// OutputFacts are the facts of one written output chunk that Check compares with the plan.
+type OutputFacts struct {
+	Ordinal        int
+	Rows           int64
+	TimestampNulls int64
+	MinTs, MaxTs   *int64 // nil when the chunk has no non-null timestamp
+	// Read is the digest of the input rows merged into the chunk, Written of the rows encoded.
+	Read, Written Digest
+}
+
+// Expected are the facts of all input rows (from the plan).
+type Expected struct {
+	Outputs        int
+	Rows           int64
+	TimestampNulls int64
+	MinTs, MaxTs   *int64
+}
+
+// Check compares the outputs of an optimization with its inputs: one output per planned chunk in
+// ordinal order; total rows, null timestamps and min/max timestamp equal to the inputs'; each
+// output's read and written digests equal (no row lost, duplicated or changed between decoding
+// and encoding); chunks globally ordered (each chunk's timestamps not before the previous
+// chunk's, null timestamps only at the end). Returns a *MismatchError naming the first
+// difference.
+func Check(want Expected, outs []OutputFacts) error {
+	if len(outs) != want.Outputs {
+		return mismatch("%d output chunks staged, %d planned", len(outs), want.Outputs)
+	}
+	var rows, nulls int64
+	var read, written Digest
+	var minTs, maxTs *int64
+	seenNull := false
+	for i, o := range outs {
+		if o.Ordinal != i {
+			return mismatch("output chunk %d missing (found ordinal %d in its place)", i, o.Ordinal)
+		}
+		if o.Read.Rows != o.Rows || o.Written.Rows != o.Rows {
+			return mismatch("output chunk %d: %d rows, but %d read and %d encoded", i, o.Rows, o.Read.Rows, o.Written.Rows)
+		}
+		if o.Read != o.Written {
+			return mismatch("output chunk %d: content digest of rows read %s differs from rows written %s", i, o.Read, o.Written)
+		}
+		if seenNull && o.Rows != o.TimestampNulls {
+			return mismatch("output chunk %d has non-null timestamps after a chunk with null timestamps", i)
+		}
+		if o.MinTs != nil && maxTs != nil && *o.MinTs < *maxTs {
+			return mismatch("output chunk %d starts at %d, before the previous chunk's last timestamp %d", i, *o.MinTs, *maxTs)
+		}
+		if o.MinTs != nil {
+			if minTs == nil {
+				minTs = o.MinTs
+			}
+			maxTs = o.MaxTs
+		}
+		seenNull = seenNull || o.TimestampNulls > 0
+		rows += o.Rows
+		nulls += o.TimestampNulls
+		read.Add(o.Read)
+		written.Add(o.Written)
+	}
+	if rows != want.Rows {
+		return mismatch("%d rows written, %d in the input chunks", rows, want.Rows)
+	}
+	if nulls != want.TimestampNulls {
+		return mismatch("%d null timestamps written, %d in the input chunks", nulls, want.TimestampNulls)
+	}
+	if !equalPtr(minTs, want.MinTs) || !equalPtr(maxTs, want.MaxTs) {
+		return mismatch("timestamp range written [%s, %s], input [%s, %s]", fmtPtr(minTs), fmtPtr(maxTs), fmtPtr(want.MinTs), fmtPtr(want.MaxTs))
+	}
+	return nil
+}
+
+func equalPtr(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func fmtPtr(p *int64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
