@@ -1,0 +1,225 @@
+// Package testenv gives integration tests the real parts of a storeopt deployment: a Temporal
+// dev server (the CLI binary built by scripts/temporal-cli.sh), a file:// object store in a
+// temporary directory and a worker running app.RunWorker. For a catalog database use
+// internal/pgtest.
+//
+// Missing infrastructure skips a test, unless $CI is set: then it fails, so CI never passes by
+// skipping everything.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"gocloud.dev/blob"
+
+	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/workflows"
+)
+
+// EnvTemporalCLI names the Temporal CLI binary; scripts/test.sh sets it.
+const EnvTemporalCLI = "STOREOPT_TEMPORAL_CLI"
+
+// CachedCLIPath returns where scripts/temporal-cli.sh caches the CLI:
+// ${STOREOPT_CACHE:-$HOME/.cache/storeopt}/bin/temporal.
+func CachedCLIPath() string {
+	dir := os.Getenv("STOREOPT_CACHE")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".cache", "storeopt")
+	}
+	return filepath.Join(dir, "bin", "temporal")
+}
+
+// TemporalCLI returns the path of the Temporal CLI binary: $STOREOPT_TEMPORAL_CLI, else
+// CachedCLIPath. When neither is an executable file the test is skipped (failed when $CI is set)
+// with a message saying how to build it.
+func TemporalCLI(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv(EnvTemporalCLI)
+	if path == "" {
+		path = CachedCLIPath()
+	}
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+		return path
+	}
+	missing(t, "Temporal CLI not found at "+path+" (run scripts/temporal-cli.sh, or set "+EnvTemporalCLI+")")
+	return ""
+}
+
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("testenv: %s; CI is set, so this is a failure", msg)
+	}
+	t.Skipf("testenv: %s; skipping (with CI set this fails)", msg)
+}
+
+// DevServer is a Temporal dev server started for one test.
+type DevServer struct {
+	// Client is connected to the server's "default" namespace.
+	Client client.Client
+	// Address is the server's frontend host:port.
+	Address string
+}
+
+// Config returns an app.Config pointing at this server, with the given catalog database and
+// store URLs and the default task queue.
+func (s *DevServer) Config(databaseURL, storeURL string) app.Config {
+	return app.Config{
+		TemporalAddress:         s.Address,
+		Namespace:               "default",
+		TaskQueue:               workflows.TaskQueue,
+		DatabaseURL:             databaseURL,
+		StoreURL:                storeURL,
+		MaxConcurrentActivities: app.DefaultMaxConcurrentActivities,
+		LogLevel:                "warn",
+	}
+}
+
+// StartDevServer starts an in-memory Temporal dev server on a free port with the
+// StoreoptTopicLocator search attribute registered, and stops it when the test ends. Server
+// output goes to the test log only when the test fails (and -v is not needed).
+func StartDevServer(t testing.TB) *DevServer {
+	t.Helper()
+	path := TemporalCLI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := &lockedBuffer{}
+	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath: path,
+		LogLevel:     "error",
+		ClientOptions: &client.Options{
+			Namespace: "default",
+			Logger:    tlog.NewStructuredLogger(TestLogger(t)),
+		},
+		SearchAttributes: temporal.NewSearchAttributes(workflows.TopicLocatorKey.ValueSet("")),
+		Stdout:           out,
+		Stderr:           out,
+	})
+	if err != nil {
+		t.Fatalf("testenv: start Temporal dev server (%s): %v\n%s", path, err, out.String())
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Logf("testenv: stop Temporal dev server: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("testenv: Temporal dev server output:\n%s", out.String())
+		}
+	})
+	return &DevServer{Client: srv.Client(), Address: srv.FrontendHostPort()}
+}
+
+// NewBucket opens a file:// store in a fresh temporary directory (removed when the test ends)
+// and returns it with its URL.
+func NewBucket(t testing.TB) (*blob.Bucket, string) {
+	t.Helper()
+	storeURL := "file://" + filepath.ToSlash(t.TempDir())
+	b, err := app.OpenStore(context.Background(), storeURL)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b, storeURL
+}
+
+// StartWorker runs app.RunWorker with cfg and c in a goroutine. stop cancels it, waits for it
+// to return (at most app.WorkerStopTimeout plus a margin) and returns its error; it is also
+// called when the test ends, failing the test if the worker returned an error that stop's caller
+// did not see. A worker that fails before stop is called fails the test from the cleanup.
+func StartWorker(t testing.TB, c client.Client, cfg app.Config) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.RunWorker(ctx, cfg, c, TestLogger(t)) }()
+	var (
+		once   sync.Once
+		result error
+	)
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case result = <-done:
+			case <-time.After(app.WorkerStopTimeout + 10*time.Second):
+				result = errors.New("testenv: worker did not stop")
+			}
+		})
+		return result
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("testenv: worker: %v", err)
+		}
+	})
+	return stop
+}
+
+// TestLogger returns a slog.Logger writing to t.Log at warn level and above (debug with
+// $STOREOPT_TEST_LOG=debug). Records logged after the cleanups registered before this call
+// have run (background goroutines of a closing client) are dropped instead of panicking.
+func TestLogger(t testing.TB) *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("STOREOPT_TEST_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+type testWriter struct {
+	t      testing.TB
+	mu     sync.Mutex
+	closed bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+// lockedBuffer collects the dev server's output from two pipes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+var _ io.Writer = (*lockedBuffer)(nil)
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
