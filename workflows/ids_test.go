@@ -1,0 +1,44 @@
+package workflows
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestTopicWorkflowIDKeepsOrdinaryLocators(t *testing.T) {
+	require.Equal(t, "storeopt-topic:run_2023_01/sensors/imu", TopicWorkflowID("run_2023_01/sensors/imu"))
+	exactly200 := "s/" + strings.Repeat("é", 99) // 2 + 198 bytes
+	require.Equal(t, "storeopt-topic:"+exactly200, TopicWorkflowID(exactly200))
+}
+
+func TestTopicWorkflowIDHashesLongAndInvalidLocators(t *testing.T) {
+	hashed := regexp.MustCompile(`^storeopt-topic:(.*)~([0-9a-f]{32})$`)
+	long := "seq/" + strings.Repeat("a", 300)
+	cases := map[string]struct {
+		locator  string
+		readable string
+	}{
+		"201 bytes":         {"s/" + strings.Repeat("x", 199), "s/" + strings.Repeat("x", 98)},
+		"long":              {long, long[:100]},
+		"invalid UTF-8":     {"seq/\xff\xfetopic", "seq/topic"},
+		"cut at a boundary": {"s/\x01" + strings.Repeat("é", 150), "s/_" + strings.Repeat("é", 48)},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			id := TopicWorkflowID(c.locator)
+			m := hashed.FindStringSubmatch(id)
+			require.NotNil(t, m, id)
+			require.Equal(t, c.readable, m[1])
+			require.True(t, utf8.ValidString(id))
+			require.LessOrEqual(t, len(id), len("storeopt-topic:")+100+1+32)
+			require.Equal(t, id, TopicWorkflowID(c.locator), "deterministic")
+		})
+	}
+	// Same readable prefix, different locators: different IDs.
+	require.NotEqual(t, TopicWorkflowID(long+"1"), TopicWorkflowID(long+"2"))
+	require.NotEqual(t, TopicWorkflowID("seq/\xff"), TopicWorkflowID("seq/\xfe"))
+}
