@@ -272,3 +272,35 @@ func TestAddRejectsOtherSchema(t *testing.T) {
 	assert.Equal(t, int64(1), s.RowCount)
 	assert.Equal(t, ptr(2), s.MinTimestampNs)
 }
+
+func BenchmarkAddIMULikeBatch(b *testing.B) {
+	fields := []arrow.Field{{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "frame_id", Type: arrow.BinaryTypes.String}}
+	for _, name := range []string{"ax", "ay", "az", "gx", "gy", "gz", "qw", "qx", "qy", "qz"} {
+		fields = append(fields, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64})
+	}
+	schema := arrow.NewSchema(fields, nil)
+	const rows = 4096
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer rb.Release()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range rows {
+		rb.Field(0).(*array.Int64Builder).Append(int64(i) * 2_500_000)
+		rb.Field(1).(*array.StringBuilder).Append("imu_link")
+		for c := 2; c < len(fields); c++ {
+			rb.Field(c).(*array.Float64Builder).Append(rng.NormFloat64())
+		}
+	}
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	b.SetBytes(ArrowSizeBits(rec.Column(0)) / 8 * int64(len(fields)))
+	b.ReportAllocs()
+	for b.Loop() {
+		acc, err := NewAccumulator(schema)
+		if err != nil {
+			b.Fatal(err)
+		}
+		acc.Add(rec)
+		_ = acc.Result()
+	}
+}
