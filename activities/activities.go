@@ -1,15 +1,24 @@
 // Package activities binds storeopt's data path (plan, merge, Parquet I/O, verification) to the
 // catalog, the object store and Temporal heartbeats. Activities are methods on Activities; the
-// workflows call them through a typed nil pointer.
+// workflows call them through a typed nil pointer. The owner and fencing token of a lease are
+// always the calling workflow's ID and run ID, taken from the activity's own info.
 package activities
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"gocloud.dev/blob"
 
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/compaction"
+	"github.com/storeopt/storeopt/plan"
+	"github.com/storeopt/storeopt/store"
+	"github.com/storeopt/storeopt/verify"
 )
 
 // Activities holds the clients every activity uses.
@@ -21,39 +30,121 @@ type Activities struct {
 	MemoryPoolBytes int64
 }
 
-var errTODO = errors.New("not implemented yet")
+func (a *Activities) mem() memory.Allocator { return memory.DefaultAllocator }
 
-// EnqueueTopics rescans the catalog and queues every finalized topic that needs optimizing.
+// run identifies the calling workflow run: lease owner and fencing token.
+func run(ctx context.Context) (owner, token string) {
+	we := activity.GetInfo(ctx).WorkflowExecution
+	return we.ID, we.RunID
+}
+
+// classify turns err into the error an activity returns: input faults, verification mismatches,
+// lost leases, changed chunk sets and unknown topics are non-retryable application errors whose
+// message names the topic; anything else (PostgreSQL, the store, the network) is returned for
+// Temporal to retry.
+func classify(locator string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var mismatch *verify.MismatchError
+	errType := ""
+	switch {
+	case errors.As(err, &mismatch):
+		errType = ErrTypeVerification
+	case errors.Is(err, catalog.ErrLeaseLost):
+		errType = ErrTypeLeaseLost
+	case errors.Is(err, catalog.ErrChunkSetChanged):
+		errType = ErrTypeChunkSetChanged
+	case errors.Is(err, catalog.ErrNotFound):
+		errType = ErrTypeNotFound
+	case compaction.IsInputFault(err), errors.Is(err, catalog.ErrInvalid), errors.Is(err, plan.ErrNoRows):
+		errType = ErrTypeInput
+	default:
+		return fmt.Errorf("topic %s: %w", locator, err)
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("topic %s: %v", locator, err), errType, err)
+}
+
+// EnqueueTopics rescans the catalog and queues every finalized topic that was never optimized.
 func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (EnqueueTopicsResult, error) {
-	return EnqueueTopicsResult{}, errTODO
+	added, err := a.Catalog.EnqueueUnoptimized(ctx)
+	if err != nil {
+		return EnqueueTopicsResult{}, err
+	}
+	queued, err := a.Catalog.QueueLength(ctx)
+	if err != nil {
+		return EnqueueTopicsResult{}, err
+	}
+	activity.GetLogger(ctx).Info("Topics queued", "added", added, "queued", queued)
+	return EnqueueTopicsResult{Added: added, Queued: queued}, nil
 }
 
 // ListQueuedTopics returns one page of the optimization queue in topic ID order.
 func (a *Activities) ListQueuedTopics(ctx context.Context, in ListQueuedTopicsInput) (ListQueuedTopicsResult, error) {
-	return ListQueuedTopicsResult{}, errTODO
+	limit := min(max(in.Limit, 1), 1000)
+	qs, err := a.Catalog.ListQueued(ctx, in.AfterTopicID, limit)
+	if err != nil {
+		return ListQueuedTopicsResult{}, err
+	}
+	out := ListQueuedTopicsResult{Topics: make([]QueuedTopic, len(qs))}
+	for i, q := range qs {
+		out.Topics[i] = QueuedTopic{TopicID: q.TopicID, Locator: q.Locator}
+	}
+	return out, nil
 }
 
-// Lease takes the topic's queue row for this workflow run and picks a fresh data prefix.
+// Lease takes the topic's queue row for the calling workflow run (owner = workflow ID, fencing
+// token = run ID) with a fresh data prefix; a retry of the same run gets the same lease back.
+// When the lease is taken over from an earlier run of the topic (terminated, or timed out), that
+// run's partial output is deleted. Errors: ErrTypeNotFound when the topic does not exist or is not
+// finalized.
 func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, error) {
-	return LeaseResult{}, errTODO
+	owner, token := run(ctx)
+	l, err := a.Catalog.AcquireLease(ctx, in.TopicID, owner, token, store.NewPrefix())
+	if err != nil {
+		return LeaseResult{}, classify(fmt.Sprintf("#%d", in.TopicID), err)
+	}
+	if l.PreviousFreshPrefix != "" {
+		n, err := store.DeletePrefix(ctx, a.Bucket, l.PreviousFreshPrefix)
+		if err != nil {
+			return LeaseResult{}, classify(l.Locator, err)
+		}
+		activity.GetLogger(ctx).Info("Deleted partial output of an earlier run", "topic", l.Locator,
+			"prefix", l.PreviousFreshPrefix, "objects", n)
+	}
+	return LeaseResult{Locator: l.Locator, OldPrefix: l.OldPrefix, FreshPrefix: l.FreshPrefix}, nil
 }
 
-// ReadSort reads every input chunk's footer and timestamps, validates the schemas and stores the plan.
-func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortResult, error) {
-	return ReadSortResult{}, errTODO
+// leased loads the topic and checks that the calling run still holds its lease.
+func (a *Activities) leased(ctx context.Context, topicID int64) (catalog.Topic, catalog.Lease, string, error) {
+	_, token := run(ctx)
+	t, err := a.Catalog.Topic(ctx, topicID)
+	if err != nil {
+		return t, catalog.Lease{}, token, classify(fmt.Sprintf("#%d", topicID), err)
+	}
+	l, err := a.Catalog.LeaseOf(ctx, topicID)
+	if errors.Is(err, catalog.ErrNotFound) || (err == nil && l.FencingToken != token) {
+		err = fmt.Errorf("%w (run %s)", catalog.ErrLeaseLost, token)
+	}
+	return t, l, token, classify(t.Locator, err)
 }
 
-// WriteChunks writes one output group of the stored plan and stages its chunk stats.
-func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (WriteChunksResult, error) {
-	return WriteChunksResult{}, errTODO
-}
-
-// Commit verifies the staged output against the plan and switches the topic atomically.
-func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, error) {
-	return CommitResult{}, errTODO
-}
-
-// Release drops the lease if it is still ours and deletes this run's partial output.
+// Release drops the lease if the calling run still holds it and deletes this run's partial
+// output (its fresh prefix). A lease already committed or taken over is left alone, so Release
+// never deletes a prefix the catalog references.
 func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResult, error) {
-	return ReleaseResult{}, errTODO
+	_, token := run(ctx)
+	released, fresh, err := a.Catalog.ReleaseLease(ctx, in.TopicID, token)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	res := ReleaseResult{Released: released}
+	if released && fresh != "" {
+		if res.DeletedObjects, err = store.DeletePrefix(ctx, a.Bucket, fresh); err != nil {
+			return res, err
+		}
+	}
+	activity.GetLogger(ctx).Info("Lease released", "topicID", in.TopicID, "released", released,
+		"deletedObjects", res.DeletedObjects, "reason", in.Reason)
+	return res, nil
 }

@@ -1,0 +1,120 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/store"
+	"github.com/storeopt/storeopt/verify"
+)
+
+// Commit copies the topic's metadata.json byte for byte into the fresh prefix, verifies the
+// staged output against the plan (DESIGN.md rule 6: rows, null timestamps, timestamp range,
+// content digests, global order, every object present with its recorded size) and switches the
+// topic in one catalog transaction that also checks the lease and the planned chunk set (rule 4).
+// A retry after a successful commit returns AlreadyCommitted and changes nothing. Errors:
+// ErrTypeVerification, ErrTypeLeaseLost, ErrTypeChunkSetChanged; the topic is unchanged after any.
+func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, error) {
+	_, token := run(ctx)
+	topic, err := a.Catalog.Topic(ctx, in.TopicID)
+	if err != nil {
+		return CommitResult{}, classify(fmt.Sprintf("#%d", in.TopicID), err)
+	}
+	var res CommitResult
+	if lease, err := a.Catalog.LeaseOf(ctx, topic.ID); err == nil && lease.FencingToken == token {
+		if err := a.copyMetadata(ctx, lease.OldPrefix, lease.FreshPrefix); err != nil {
+			return res, classify(topic.Locator, err)
+		}
+	}
+	cr, err := a.Catalog.Commit(ctx, topic.ID, token, func(rec catalog.PlanRecord, staged []catalog.StagedChunk) error {
+		return a.verifyStaged(ctx, rec, staged, &res)
+	})
+	if err != nil {
+		return CommitResult{}, classify(topic.Locator, err)
+	}
+	res.AlreadyCommitted = cr.AlreadyCommitted
+	res.OldPrefix, res.NewPrefix = cr.OldPrefix, cr.NewPrefix
+	res.InputChunks, res.OutputChunks = cr.InputChunks, cr.OutputChunks
+	activity.GetLogger(ctx).Info("Topic switched", "topic", topic.Locator, "oldPrefix", res.OldPrefix,
+		"newPrefix", res.NewPrefix, "inputChunks", res.InputChunks, "outputChunks", res.OutputChunks,
+		"alreadyCommitted", res.AlreadyCommitted)
+	return res, nil
+}
+
+// verifyStaged is the verification run inside the commit transaction.
+func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, staged []catalog.StagedChunk, res *CommitResult) error {
+	var p struct {
+		Outputs []json.RawMessage `json:"outputs"`
+		Inputs  []struct {
+			SizeBytes int64 `json:"size"`
+		} `json:"inputs"`
+		Totals struct {
+			Rows           int64  `json:"rows"`
+			TimestampNulls int64  `json:"timestamp_nulls"`
+			MinTs          *int64 `json:"min_ts"`
+			MaxTs          *int64 `json:"max_ts"`
+		} `json:"totals"`
+	}
+	if err := json.Unmarshal(rec.Body, &p); err != nil {
+		return fmt.Errorf("%w: stored plan is unreadable: %v", catalog.ErrInvalid, err)
+	}
+	facts := make([]verify.OutputFacts, len(staged))
+	for i, s := range staged {
+		if len(s.Digest) != 32 {
+			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d has a digest of %d bytes", s.Ordinal, len(s.Digest))}
+		}
+		read, err := verify.UnmarshalDigest(s.Digest[:16])
+		if err != nil {
+			return err
+		}
+		written, err := verify.UnmarshalDigest(s.Digest[16:])
+		if err != nil {
+			return err
+		}
+		facts[i] = verify.OutputFacts{Ordinal: s.Ordinal, Rows: s.RowCount, TimestampNulls: s.TimestampNullCount,
+			MinTs: s.MinTimestampNs, MaxTs: s.MaxTimestampNs, Read: read, Written: written}
+		if err := store.CheckKey(rec.FreshPrefix, s.ObjectKey); err != nil {
+			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d: %v", s.Ordinal, err)}
+		}
+		attrs, err := a.Bucket.Attributes(ctx, s.ObjectKey)
+		if err != nil {
+			return &verify.MismatchError{What: fmt.Sprintf("output chunk %s is not readable in the store: %v", s.ObjectKey, err)}
+		}
+		if attrs.Size != s.SizeBytes {
+			return &verify.MismatchError{What: fmt.Sprintf("output chunk %s has %d bytes in the store, %d recorded", s.ObjectKey, attrs.Size, s.SizeBytes)}
+		}
+		res.Rows += s.RowCount
+		res.OutputBytes += s.SizeBytes
+	}
+	for _, in := range p.Inputs {
+		res.InputBytes += in.SizeBytes
+	}
+	return verify.Check(verify.Expected{Outputs: len(p.Outputs), Rows: p.Totals.Rows,
+		TimestampNulls: p.Totals.TimestampNulls, MinTs: p.Totals.MinTs, MaxTs: p.Totals.MaxTs}, facts)
+}
+
+// copyMetadata copies <old>/metadata.json to <fresh>/metadata.json and checks the copy is
+// byte-identical.
+func (a *Activities) copyMetadata(ctx context.Context, oldPrefix, freshPrefix string) error {
+	src, dst := store.MetadataKey(oldPrefix), store.MetadataKey(freshPrefix)
+	want, err := a.Bucket.ReadAll(ctx, src)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", src, err)
+	}
+	if err := a.Bucket.WriteAll(ctx, dst, want, nil); err != nil {
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	got, err := a.Bucket.ReadAll(ctx, dst)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", dst, err)
+	}
+	if !bytes.Equal(want, got) {
+		return &verify.MismatchError{What: fmt.Sprintf("%s differs from %s after copying", dst, src)}
+	}
+	return nil
+}

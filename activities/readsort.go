@@ -1,0 +1,153 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"go.temporal.io/sdk/activity"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/compaction"
+	"github.com/storeopt/storeopt/parquetio"
+	"github.com/storeopt/storeopt/plan"
+	"github.com/storeopt/storeopt/store"
+)
+
+// maxPlanSamples bounds the number of timestamp samples the planner holds for one topic (about
+// 40 MB); topics with more rows are planned from every n-th row of each chunk's sorted order.
+const maxPlanSamples = 1 << 20
+
+// scanParallelism is the number of input chunks scanned at once (2 cores: decoding two files at
+// once doubles throughput on tiny chunks, DESIGN.md).
+const scanParallelism = 2
+
+// ReadSort reads the footer and the timestamp_ns column of every input chunk (never the other
+// columns), checks that all chunks share one schema with identical metadata and agree with their
+// catalog rows, computes the plan and stores it in the catalog under the calling run's lease.
+// Heartbeats report the number of chunks scanned. Errors: ErrTypeInput for bad chunks (naming
+// the chunk's object key and the cause), no chunks, no rows, or a missing metadata.json;
+// ErrTypeLeaseLost when the run no longer holds the lease.
+func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortResult, error) {
+	topic, lease, token, err := a.leased(ctx, in.TopicID)
+	if err != nil {
+		return ReadSortResult{}, err
+	}
+	p, inputIDs, err := a.planTopic(ctx, topic, in)
+	if err != nil {
+		return ReadSortResult{}, classify(topic.Locator, err)
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return ReadSortResult{}, err
+	}
+	err = a.Catalog.SavePlan(ctx, catalog.PlanRecord{
+		TopicID: topic.ID, FencingToken: token, FreshPrefix: lease.FreshPrefix,
+		ChunkSetVersion: topic.ChunkSetVersion, InputChunkIDs: inputIDs, Body: body,
+	})
+	if err != nil {
+		return ReadSortResult{}, classify(topic.Locator, err)
+	}
+	res := ReadSortResult{InputChunks: len(p.Inputs), InputRows: p.Totals.Rows,
+		OutputChunks: len(p.Outputs), Groups: p.Groups()}
+	for _, i := range p.Inputs {
+		res.InputBytes += i.SizeBytes
+	}
+	activity.GetLogger(ctx).Info("Plan stored", "topic", topic.Locator, "inputs", res.InputChunks,
+		"rows", res.InputRows, "outputs", res.OutputChunks, "groups", res.Groups)
+	return res, nil
+}
+
+// planTopic scans the topic's chunks and computes its plan.
+func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in ReadSortInput) (*plan.Plan, []int64, error) {
+	if err := a.checkMetadata(ctx, topic.DataPrefix); err != nil {
+		return nil, nil, err
+	}
+	chunks, err := a.Catalog.Chunks(ctx, topic.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(chunks) == 0 {
+		return nil, nil, &parquetio.InputError{Err: fmt.Errorf("topic has no chunks")}
+	}
+	var catalogRows int64
+	for _, c := range chunks {
+		if err := store.CheckKey(topic.DataPrefix, c.ObjectKey); err != nil {
+			return nil, nil, &compaction.ChunkError{Key: c.ObjectKey, Err: err}
+		}
+		catalogRows += c.RowCount
+	}
+	step := max(int64(1), (catalogRows+maxPlanSamples-1)/maxPlanSamples)
+
+	scans := make([]compaction.Scan, len(chunks))
+	var done atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(scanParallelism)
+	for i, c := range chunks {
+		g.Go(func() error {
+			s, err := compaction.ScanChunk(gctx, a.Bucket, c.ObjectKey, i, step, a.mem())
+			if err != nil {
+				return err
+			}
+			if s.Rows != c.RowCount {
+				return &compaction.ChunkError{Key: c.ObjectKey,
+					Err: fmt.Errorf("file has %d rows, catalog says %d", s.Rows, c.RowCount)}
+			}
+			scans[i] = s
+			activity.RecordHeartbeat(ctx, done.Add(1))
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+
+	inputs := make([]plan.Input, len(chunks))
+	samples := make([][]plan.Sample, len(chunks))
+	ids := make([]int64, len(chunks))
+	var totals plan.Totals
+	for i, c := range chunks {
+		s := scans[i]
+		if s.SchemaID != scans[0].SchemaID {
+			return nil, nil, &compaction.ChunkError{Key: c.ObjectKey, Err: fmt.Errorf(
+				"schema differs from chunk %s: %s", chunks[0].ObjectKey, parquetio.FirstDifference(scans[0].Schema, s.Schema))}
+		}
+		inputs[i] = plan.Input{ChunkID: c.ID, ObjectKey: c.ObjectKey, Rows: s.Rows, SizeBytes: c.SizeBytes,
+			ArrowBytes: c.ArrowSizeBytes, Sorted: s.Sorted, First: s.First, Last: s.Last}
+		samples[i] = s.Samples
+		ids[i] = c.ID
+		totals.Rows += s.Rows
+		totals.TimestampNulls += s.Nulls
+		if s.MinTs != nil && (totals.MinTs == nil || *s.MinTs < *totals.MinTs) {
+			totals.MinTs = s.MinTs
+		}
+		if s.MaxTs != nil && (totals.MaxTs == nil || *s.MaxTs > *totals.MaxTs) {
+			totals.MaxTs = s.MaxTs
+		}
+	}
+	p, err := plan.Compute(inputs, samples, totals, plan.Options{
+		MaxChunkSizeBytes: in.MaxChunkSizeBytes, GroupSize: in.GroupTargetChunks})
+	if err != nil {
+		return nil, nil, err
+	}
+	p.SchemaID = scans[0].SchemaID
+	return p, ids, nil
+}
+
+// checkMetadata fails with an input fault when the topic's metadata.json is missing or empty.
+func (a *Activities) checkMetadata(ctx context.Context, prefix string) error {
+	key := store.MetadataKey(prefix)
+	attrs, err := a.Bucket.Attributes(ctx, key)
+	if err != nil {
+		if ok, _ := a.Bucket.Exists(ctx, key); !ok {
+			return &parquetio.InputError{Err: fmt.Errorf("%s: topic metadata is missing", key)}
+		}
+		return err
+	}
+	if attrs.Size == 0 {
+		return &parquetio.InputError{Err: fmt.Errorf("%s: topic metadata is empty", key)}
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/compaction"
+	"github.com/storeopt/storeopt/parquetio"
+	"github.com/storeopt/storeopt/plan"
+	"github.com/storeopt/storeopt/store"
+)
+
+// WriteChunksProgress is the heartbeat detail of WriteChunks.
+type WriteChunksProgress struct {
+	Output      int   // ordinal of the output chunk being written
+	RowsWritten int64 // rows of that chunk written so far
+}
+
+// WriteChunks writes the output chunks of one group of the stored plan under the lease's fresh
+// prefix ("<prefix>/data/NNNNN.parquet", NNNNN = output ordinal) and stages each chunk's stats and
+// digests in the catalog. Outputs already staged by an earlier attempt of the same run are
+// skipped; an output is otherwise rewritten from scratch, with byte-identical content. Errors:
+// ErrTypeInput for bad chunks, ErrTypeVerification when a written chunk's schema is not the
+// topic's, ErrTypeLeaseLost when the run no longer holds the lease.
+func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (WriteChunksResult, error) {
+	topic, lease, token, err := a.leased(ctx, in.TopicID)
+	if err != nil {
+		return WriteChunksResult{}, err
+	}
+	p, err := a.loadPlan(ctx, topic, token)
+	if err != nil {
+		return WriteChunksResult{}, err
+	}
+	outputs := p.Group(in.Group)
+	if outputs == nil {
+		return WriteChunksResult{}, classify(topic.Locator, fmt.Errorf("%w: plan has no group %d", catalog.ErrInvalid, in.Group))
+	}
+	staged, err := a.Catalog.StagedChunks(ctx, topic.ID, token)
+	if err != nil {
+		return WriteChunksResult{}, classify(topic.Locator, err)
+	}
+	done := map[int]catalog.StagedChunk{}
+	for _, s := range staged {
+		done[s.Ordinal] = s
+	}
+	schema, err := a.topicSchema(ctx, p)
+	if err != nil {
+		return WriteChunksResult{}, classify(topic.Locator, err)
+	}
+	inputs := compaction.Inputs{Bucket: a.Bucket, Plan: p, Mem: a.mem()}
+	var res WriteChunksResult
+	for _, o := range outputs {
+		if s, ok := done[o.Ordinal]; ok {
+			res.Chunks++
+			res.Rows += s.RowCount
+			res.Bytes += s.SizeBytes
+			continue
+		}
+		key := store.ChunkKey(lease.FreshPrefix, o.Ordinal)
+		out, err := compaction.WriteOutput(ctx, inputs, o, key, schema, func(rows int64) {
+			activity.RecordHeartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: rows})
+		})
+		if err != nil {
+			return res, classify(topic.Locator, err)
+		}
+		st := out.Stats
+		err = a.Catalog.StageChunk(ctx, token, catalog.StagedChunk{
+			Chunk: catalog.Chunk{
+				TopicID: topic.ID, Ordinal: o.Ordinal, ObjectKey: key, SizeBytes: out.SizeBytes,
+				RowCount: st.RowCount, ArrowSizeBytes: st.ArrowSizeBytes,
+				MinTimestampNs: st.MinTimestampNs, MaxTimestampNs: st.MaxTimestampNs,
+				TimestampNullCount: st.TimestampNullCount, ColumnStats: st.Columns,
+			},
+			Digest: append(out.Read.MarshalBinary(), out.Written.MarshalBinary()...),
+		})
+		if err != nil {
+			return res, classify(topic.Locator, err)
+		}
+		res.Chunks++
+		res.Rows += st.RowCount
+		res.Bytes += out.SizeBytes
+		activity.RecordHeartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: st.RowCount})
+	}
+	activity.GetLogger(ctx).Info("Output group written", "topic", topic.Locator, "group", in.Group,
+		"chunks", res.Chunks, "rows", res.Rows, "bytes", res.Bytes)
+	return res, nil
+}
+
+// loadPlan loads and decodes the run's plan.
+func (a *Activities) loadPlan(ctx context.Context, topic catalog.Topic, token string) (*plan.Plan, error) {
+	rec, err := a.Catalog.LoadPlan(ctx, topic.ID, token)
+	if err != nil {
+		return nil, classify(topic.Locator, err)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(rec.Body, &p); err != nil {
+		return nil, classify(topic.Locator, fmt.Errorf("%w: stored plan is unreadable: %v", catalog.ErrInvalid, err))
+	}
+	if p.Version != plan.Version {
+		return nil, classify(topic.Locator, fmt.Errorf("%w: stored plan has version %d, this worker reads %d", catalog.ErrInvalid, p.Version, plan.Version))
+	}
+	return &p, nil
+}
+
+// topicSchema reads the verbatim Arrow schema from the footer of the plan's first input with rows.
+func (a *Activities) topicSchema(ctx context.Context, p *plan.Plan) (*arrow.Schema, error) {
+	for _, in := range p.Inputs {
+		if in.Rows == 0 {
+			continue
+		}
+		obj, err := store.OpenObject(ctx, a.Bucket, in.ObjectKey)
+		if err != nil {
+			return nil, err
+		}
+		c, err := parquetio.Open(obj, a.mem())
+		if err != nil {
+			return nil, &compaction.ChunkError{Key: in.ObjectKey, Err: err}
+		}
+		defer c.Close()
+		if c.SchemaID != p.SchemaID {
+			return nil, &compaction.ChunkError{Key: in.ObjectKey, Err: fmt.Errorf("schema changed since planning")}
+		}
+		return c.Schema, nil
+	}
+	return nil, plan.ErrNoRows
+}
