@@ -1,0 +1,93 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/storeopt/storeopt/workflows"
+)
+
+func parse(t *testing.T, args ...string) Config {
+	t.Helper()
+	var cfg Config
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	cfg.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	return cfg
+}
+
+func clearEnv(t *testing.T) {
+	for _, name := range []string{EnvTemporalAddress, EnvTemporalNamespace, EnvTaskQueue, EnvDatabaseURL,
+		EnvStoreURL, EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvLogLevel} {
+		t.Setenv(name, "")
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	clearEnv(t)
+	cfg := parse(t)
+	want := Config{
+		TemporalAddress:         DefaultTemporalAddress,
+		Namespace:               DefaultNamespace,
+		TaskQueue:               workflows.TaskQueue,
+		DatabaseURL:             DefaultDatabaseURL,
+		StoreURL:                DefaultStoreURL(),
+		MaxConcurrentActivities: DefaultMaxConcurrentActivities,
+		LogLevel:                "info",
+	}
+	if cfg != want {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+	if !strings.HasPrefix(cfg.StoreURL, "file:///") || !strings.HasSuffix(cfg.StoreURL, "/demo-data/store") {
+		t.Errorf("default store URL %q: want file://<abs>/demo-data/store", cfg.StoreURL)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("defaults invalid: %v", err)
+	}
+}
+
+func TestConfigFromEnvironmentAndFlags(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(EnvTemporalAddress, "temporal:7233")
+	t.Setenv(EnvTemporalNamespace, "prod")
+	t.Setenv(EnvTaskQueue, "q")
+	t.Setenv(EnvDatabaseURL, "postgres://db/cat")
+	t.Setenv(EnvStoreURL, "mem://")
+	t.Setenv(EnvMemoryPoolSize, "1073741824")
+	t.Setenv(EnvMaxConcurrentActivities, "8")
+	cfg := parse(t, "--namespace", "flag-wins", "--memory-pool-size", "5")
+	want := Config{
+		TemporalAddress: "temporal:7233", Namespace: "flag-wins", TaskQueue: "q",
+		DatabaseURL: "postgres://db/cat", StoreURL: "mem://", MemoryPoolBytes: 5,
+		MaxConcurrentActivities: 8, LogLevel: "info",
+	}
+	if cfg != want {
+		t.Fatalf("\n got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(EnvMemoryPoolSize, "1GB")
+	cfg := parse(t)
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), EnvMemoryPoolSize) {
+		t.Errorf("malformed %s: error %v, want one naming the variable", EnvMemoryPoolSize, err)
+	}
+	t.Setenv(EnvMemoryPoolSize, "")
+	for name, mutate := range map[string]func(*Config){
+		"negative pool":  func(c *Config) { c.MemoryPoolBytes = -1 },
+		"empty queue":    func(c *Config) { c.TaskQueue = "" },
+		"empty database": func(c *Config) { c.DatabaseURL = "" },
+		"bad log level":  func(c *Config) { c.LogLevel = "loud" },
+	} {
+		c := parse(t)
+		mutate(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: Validate accepted %+v", name, c)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/workflows"
+)
+
+func TestScheduleSpecFor(t *testing.T) {
+	if s, err := app.ScheduleSpecFor(time.Hour, ""); err != nil || len(s.Intervals) != 1 || s.Intervals[0].Every != time.Hour {
+		t.Errorf("interval: %+v, %v", s, err)
+	}
+	if s, err := app.ScheduleSpecFor(0, " 0 3 * * * "); err != nil || len(s.CronExpressions) != 1 || s.CronExpressions[0] != "0 3 * * *" {
+		t.Errorf("cron: %+v, %v", s, err)
+	}
+	for _, bad := range []struct {
+		interval time.Duration
+		cron     string
+	}{{0, ""}, {-time.Second, ""}, {time.Hour, "@daily"}} {
+		if _, err := app.ScheduleSpecFor(bad.interval, bad.cron); err == nil {
+			t.Errorf("ScheduleSpecFor(%v, %q) accepted", bad.interval, bad.cron)
+		}
+	}
+}
+
+// TestEnsureScheduleCreatesThenUpdates creates the schedule from an interval on a real server,
+// then updates it to a cron expression with other options, and checks what the server stored.
+func TestEnsureScheduleCreatesThenUpdates(t *testing.T) {
+	srv := testenv.StartDevServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := srv.Config("postgres://unused", "mem://")
+
+	// Paused-free schedules would fire: an interval of a day never fires during the test.
+	if err := app.EnsureSchedule(ctx, srv.Client, cfg, app.PassOptions{MaxChunkSizeBytes: 1000}, 24*time.Hour, ""); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	desc := describe(ctx, t, srv.Client)
+	if got := desc.Schedule.Spec.Intervals; len(got) != 1 || got[0].Every != 24*time.Hour {
+		t.Errorf("intervals after create: %+v", got)
+	}
+	checkAction(t, desc, cfg.TaskQueue, 1000)
+
+	if err := app.EnsureSchedule(ctx, srv.Client, cfg, app.PassOptions{MaxChunkSizeBytes: 2000, MaxConcurrentTopics: 3}, 0, "0 3 1 1 *"); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	desc = describe(ctx, t, srv.Client)
+	if got := desc.Schedule.Spec.Intervals; len(got) != 0 {
+		t.Errorf("intervals after update to cron: %+v, want none", got)
+	}
+	if len(desc.Schedule.Spec.Calendars) == 0 && len(desc.Schedule.Spec.CronExpressions) == 0 {
+		t.Errorf("no calendar/cron spec after update: %+v", desc.Schedule.Spec)
+	}
+	checkAction(t, desc, cfg.TaskQueue, 2000)
+
+	list, err := srv.Client.ScheduleClient().List(ctx, client.ScheduleListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for list.HasNext() {
+		if _, err := list.Next(); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Errorf("%d schedules, want exactly 1 (update must not create a second)", n)
+	}
+}
+
+func describe(ctx context.Context, t *testing.T, c client.Client) *client.ScheduleDescription {
+	t.Helper()
+	desc, err := c.ScheduleClient().GetHandle(ctx, app.ScheduleID).Describe(ctx)
+	if err != nil {
+		t.Fatalf("describe schedule %s: %v", app.ScheduleID, err)
+	}
+	return desc
+}
+
+func checkAction(t *testing.T, desc *client.ScheduleDescription, queue string, maxChunk int64) {
+	t.Helper()
+	if desc.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP {
+		t.Errorf("overlap policy %v, want SKIP", desc.Schedule.Policy.Overlap)
+	}
+	act, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	if !ok {
+		t.Fatalf("action %T, want a workflow action", desc.Schedule.Action)
+	}
+	if act.Workflow != "StoreOptimizerWorkflow" || act.TaskQueue != queue {
+		t.Errorf("action starts %v on %s, want StoreOptimizerWorkflow on %s", act.Workflow, act.TaskQueue, queue)
+	}
+	if len(act.Args) != 1 {
+		t.Fatalf("action has %d args, want 1", len(act.Args))
+	}
+	var in workflows.StoreOptimizerInput
+	if err := converter.GetDefaultDataConverter().FromPayload(act.Args[0].(*commonpb.Payload), &in); err != nil {
+		t.Fatalf("decode action input: %v", err)
+	}
+	if in.MaxChunkSizeBytes != maxChunk {
+		t.Errorf("action input MaxChunkSizeBytes %d, want %d", in.MaxChunkSizeBytes, maxChunk)
+	}
+}
