@@ -33,6 +33,8 @@ const ProgressQuery = "progress"
 //	temporal operator search-attribute create --name StoreoptTopicLocator --type Keyword
 //
 // Then `temporal workflow list --query 'StoreoptTopicLocator="run_7/imu"'` finds a topic's runs.
+// A locator that is not valid UTF-8 or whose JSON encoding exceeds 2000 bytes (the server limits a
+// value to 2 KiB) is stored in the shortened form TopicWorkflowID uses, without the prefix.
 const TopicLocatorSearchAttribute = "StoreoptTopicLocator"
 
 // TopicLocatorKey is the typed key of TopicLocatorSearchAttribute. It is always set on
@@ -62,9 +64,64 @@ func TopicWorkflowID(locator string) string {
 	if len(locator) <= maxPlainLocatorBytes && utf8.ValidString(locator) {
 		return topicWorkflowIDPrefix + locator
 	}
+	return topicWorkflowIDPrefix + shortLocator(locator)
+}
+
+// shortLocator returns at most the first 100 bytes of locator made readable, "~" and the first 32
+// hex digits of the SHA-256 of the whole locator.
+func shortLocator(locator string) string {
 	sum := sha256.Sum256([]byte(locator))
-	return topicWorkflowIDPrefix + readablePrefix(locator, hashedLocatorKeepBytes) + "~" +
-		hex.EncodeToString(sum[:])[:hashedLocatorHexDigits]
+	return readablePrefix(locator, hashedLocatorKeepBytes) + "~" + hex.EncodeToString(sum[:])[:hashedLocatorHexDigits]
+}
+
+const (
+	// maxSearchValueJSONBytes keeps TopicLocatorSearchAttribute under the server's 2 KiB limit on
+	// one search attribute value (frontend.searchAttributesSizeOfValueLimit).
+	maxSearchValueJSONBytes = 2000
+	// maxSummaryJSONBytes keeps a child's static summary under the server's 400-byte limit
+	// (limit.userMetadataSummarySize).
+	maxSummaryJSONBytes = 380
+)
+
+// topicSearchValue returns the value of TopicLocatorSearchAttribute for a topic: the locator, or
+// its short form when it is too long or not valid UTF-8.
+func topicSearchValue(locator string) string {
+	if utf8.ValidString(locator) && jsonSize(locator) <= maxSearchValueJSONBytes {
+		return locator
+	}
+	return shortLocator(locator)
+}
+
+// topicSummary returns the static summary of a topic's child workflow, "optimize <locator>",
+// with the locator cut short ("…") when the summary would exceed the server's limit.
+func topicSummary(locator string) string {
+	summary := "optimize " + locator
+	for keep := maxPlainLocatorBytes; !utf8.ValidString(summary) || jsonSize(summary) > maxSummaryJSONBytes; keep /= 2 {
+		summary = "optimize " + readablePrefix(locator, keep) + "…"
+	}
+	return summary
+}
+
+// jsonSize returns the size of s as a JSON payload (the SDK's default encoding of strings) as
+// encoding/json writes it, bytes, or slightly more for control characters. It is computed by hand:
+// encoding/json reflects and caches, which workflowcheck rejects in workflow code.
+func jsonSize(s string) int {
+	n := 2 // quotes
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == '"' || r == '\\':
+			n += 2
+		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029':
+			n += 6 // \u00XX (a few control characters take 2)
+		case r == utf8.RuneError && size == 1:
+			n += 6 // \ufffd
+		default:
+			n += size
+		}
+	}
+	return n
 }
 
 // readablePrefix returns at most maxBytes bytes of s's valid, printable characters; invalid bytes

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -41,4 +42,37 @@ func TestTopicWorkflowIDHashesLongAndInvalidLocators(t *testing.T) {
 	// Same readable prefix, different locators: different IDs.
 	require.NotEqual(t, TopicWorkflowID(long+"1"), TopicWorkflowID(long+"2"))
 	require.NotEqual(t, TopicWorkflowID("seq/\xff"), TopicWorkflowID("seq/\xfe"))
+}
+
+func TestTopicSearchValueAndSummaryStayWithinServerLimits(t *testing.T) {
+	require.Equal(t, "run_7/imu", topicSearchValue("run_7/imu"))
+	require.Equal(t, "optimize run_7/imu", topicSummary("run_7/imu"))
+	long := "seq/" + strings.Repeat("x", 1500)
+	require.Equal(t, long, topicSearchValue(long), "1504 bytes of JSON fit")
+
+	// '<' is escaped to 6 bytes in JSON: these locators only fit in short form.
+	for _, locator := range []string{"seq/" + strings.Repeat("<", 400), "seq/\xff" + strings.Repeat("y", 5000)} {
+		v := topicSearchValue(locator)
+		require.LessOrEqual(t, jsonSize(v), maxSearchValueJSONBytes)
+		require.True(t, utf8.ValidString(v))
+		require.Equal(t, strings.TrimPrefix(TopicWorkflowID(locator), "storeopt-topic:"), v)
+	}
+	for _, locator := range []string{"seq/" + strings.Repeat("<", 70), long, "seq/\x00\xff"} {
+		s := topicSummary(locator)
+		require.LessOrEqual(t, jsonSize(s), maxSummaryJSONBytes, s)
+		require.True(t, strings.HasPrefix(s, "optimize seq/"), s)
+		require.True(t, strings.HasSuffix(s, "…"), s)
+	}
+}
+
+func TestJSONSizeMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "run_7/imu", `a"b\c`, "<a>&b", "é€😀", "\u2028\u2029", "x\xffy", "\x01\x7f", "\t\n"} {
+		b, err := json.Marshal(s)
+		require.NoError(t, err)
+		if strings.ContainsAny(s, "\t\n") {
+			require.GreaterOrEqual(t, jsonSize(s), len(b), "%q: an upper bound", s)
+			continue
+		}
+		require.Equal(t, len(b), jsonSize(s), "%q", s)
+	}
 }

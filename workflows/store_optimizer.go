@@ -87,8 +87,9 @@ type Progress struct {
 // continues as new with the run's state (so history stays bounded for any number of topics) and a
 // short page ends the run.
 //
-// Children get the workflow ID TopicWorkflowID(locator) and the search attribute
-// TopicLocatorSearchAttribute, which the Temporal server must have registered. A topic whose child
+// Children get the workflow ID TopicWorkflowID(locator), the search attribute
+// TopicLocatorSearchAttribute (the server must have it registered, or child starts fail the run's
+// workflow tasks) and the static summary "optimize <locator>". A topic whose child
 // cannot start because another run is optimizing it is counted as skipped; a failed topic is
 // counted and recorded, and the run goes on. The run fails only when EnqueueTopics or
 // ListQueuedTopics fail after their retries; canceling it cancels the children, which release their
@@ -226,8 +227,8 @@ func topicContext(ctx workflow.Context, locator string) workflow.Context {
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		// A canceled run waits for its children to release their leases.
 		WaitForCancellation:   true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(TopicLocatorKey.ValueSet(locator)),
-		StaticSummary:         "optimize " + locator,
+		TypedSearchAttributes: temporal.NewSearchAttributes(TopicLocatorKey.ValueSet(topicSearchValue(locator))),
+		StaticSummary:         topicSummary(locator),
 	})
 }
 
