@@ -78,7 +78,7 @@ func readObject(ctx context.Context, bucket *blob.Bucket, key string) (rows, siz
 		return 0, 0, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: readBatchRows}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: readBatchRows, Parallel: true}, memory.DefaultAllocator)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,6 +57,17 @@ func Report(ctx context.Context, cat *catalog.Catalog) ([]TopicReport, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// InSequence returns the reports of the topics of sequence (locator "<sequence>/…"), in order.
+func InSequence(reports []TopicReport, sequence string) []TopicReport {
+	var out []TopicReport
+	for _, r := range reports {
+		if strings.HasPrefix(r.Locator, sequence+"/") {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // WriteReportJSON writes reports as indented JSON (the snapshot format ReadReportJSON reads).
@@ -132,5 +144,5 @@ func readCell(st ReadStats, err error) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	return fmt.Sprintf("%.3f", st.Elapsed.Seconds())
+	return fmt.Sprintf("%.4f", st.Elapsed.Seconds())
 }

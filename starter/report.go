@@ -9,9 +9,10 @@ import (
 
 func newReportCommand(e *env) *cobra.Command {
 	var (
-		asJSON bool
-		read   bool
-		before string
+		asJSON   bool
+		read     bool
+		before   string
+		sequence string
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
@@ -19,6 +20,7 @@ func newReportCommand(e *env) *cobra.Command {
 		Long: `Print one line per topic of the catalog: locator, data prefix, chunks, bytes, rows and
 when it was last optimized.
 
+  --sequence NAME    only the topics of this sequence
   --json             write a JSON snapshot instead (keep it to compare later)
   --read             also time reading every chunk of each topic with pqarrow
   --before FILE      compare with a snapshot taken earlier: chunks, bytes and read seconds
@@ -35,6 +37,9 @@ when it was last optimized.
 			reports, err := app.Report(ctx, cat)
 			if err != nil {
 				return err
+			}
+			if sequence != "" {
+				reports = app.InSequence(reports, sequence)
 			}
 			out := cmd.OutOrStdout()
 			switch {
@@ -58,6 +63,7 @@ when it was last optimized.
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write a JSON snapshot")
 	cmd.Flags().BoolVar(&read, "read", false, "time reading every chunk of each topic")
 	cmd.Flags().StringVar(&before, "before", "", "compare with this JSON snapshot (before/after table with read times)")
+	cmd.Flags().StringVar(&sequence, "sequence", "", "only the topics of this sequence")
 	cmd.MarkFlagsMutuallyExclusive("json", "before")
 	return cmd
 }

@@ -1,0 +1,107 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/ingest"
+	"github.com/storeopt/storeopt/internal/pgtest"
+	"github.com/storeopt/storeopt/internal/testenv"
+)
+
+// TestRunPassOptimizesEveryTopic runs the whole application on real parts: a dev server, a
+// worker started by RunWorker on a real catalog and file store, the "test" dataset, and one pass
+// started by RunPass. Every topic ends up optimized, with the same rows in fewer chunks that a
+// reader can read, and a second pass finds nothing to do.
+func TestRunPassOptimizesEveryTopic(t *testing.T) {
+	srv := testenv.StartDevServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	dbURL := pgtest.NewDatabase(t)
+	bucket, storeURL := testenv.NewBucket(t)
+	cat, err := catalog.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	opts, err := ingest.Preset("test", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingested, err := ingest.Ingest(ctx, cat, bucket, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := srv.Config(dbURL, storeURL)
+	testenv.StartWorker(t, srv.Client, cfg)
+
+	res, err := app.RunPass(ctx, srv.Client, cfg, app.PassOptions{MaxChunkSizeBytes: app.DefaultMaxChunkSizeBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary bytes.Buffer
+	if err := app.WriteSummary(&summary, "test-run", res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Optimized != len(ingested) || res.Failed != 0 || res.Skipped != 0 {
+		t.Fatalf("pass result: want %d optimized, none failed or skipped:\n%s", len(ingested), summary.String())
+	}
+	var rows int64
+	for _, it := range ingested {
+		rows += it.Rows
+	}
+	if res.Rows != rows {
+		t.Errorf("pass rewrote %d rows, %d were ingested", res.Rows, rows)
+	}
+
+	reports, err := app.Report(ctx, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reports {
+		before := ingested[i]
+		if r.OptimizedAt == nil || r.DataPrefix == before.Prefix || r.Chunks >= before.Chunks || r.Rows != before.Rows {
+			t.Errorf("topic %s after the pass: %+v; before: %+v", r.Locator, r, before)
+		}
+		st, err := app.ReadObjects(ctx, bucket, r.ChunkKeys, 0)
+		if err != nil {
+			t.Errorf("read optimized %s: %v", r.Locator, err)
+		} else if st.Rows != before.Rows {
+			t.Errorf("optimized %s reads %d rows, want %d", r.Locator, st.Rows, before.Rows)
+		}
+	}
+
+	again, err := app.RunPass(ctx, srv.Client, cfg, app.PassOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Optimized != 0 || again.Failed != 0 {
+		summary.Reset()
+		_ = app.WriteSummary(&summary, "second", again)
+		t.Errorf("second pass should find nothing to do:\n%s", summary.String())
+	}
+}
+
+func TestWriteSummaryListsFailures(t *testing.T) {
+	var buf bytes.Buffer
+	res := workflowsResult()
+	if err := app.WriteSummary(&buf, "storeopt-run-x", res); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"optimized  2", "failed     2", "run_7/imu", "chunk tp_1/data/00042.parquet: no column", "1 more failures"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\nsecond line") {
+		t.Errorf("multi-line error not folded:\n%s", out)
+	}
+}

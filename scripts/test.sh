@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# storeopt quick start, second command: every check CI runs.
+#
+# Builds (once) the Temporal CLI the integration tests start their dev servers from, makes sure
+# PostgreSQL runs, then: go vet, the workflow determinism check (scripts/workflowcheck.sh) and
+# go test over every package. Extra arguments go to `go test` (e.g. -run TestX -v ./app); without a
+# package argument all packages (./...) are tested.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$STOREOPT_ROOT"
+
+STOREOPT_TEMPORAL_CLI="$(scripts/temporal-cli.sh)"
+export STOREOPT_TEMPORAL_CLI
+scripts/ensure-postgres.sh
+
+log "go vet ./..."
+go vet ./...
+
+if [[ -x scripts/workflowcheck.sh ]]; then
+  log "workflowcheck"
+  scripts/workflowcheck.sh
+fi
+
+packages=(./...)
+for arg in "$@"; do
+  case "$arg" in
+    ./* | github.com/*) packages=() ;;
+  esac
+done
+log "go test ${*} ${packages[*]}"
+go test -count=1 -timeout 20m "$@" "${packages[@]}"
