@@ -114,7 +114,7 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 			return nil, nil, &compaction.ChunkError{Key: c.ObjectKey, Err: fmt.Errorf(
 				"schema differs from chunk %s: %s", chunks[0].ObjectKey, parquetio.FirstDifference(scans[0].Schema, s.Schema))}
 		}
-		inputs[i] = plan.Input{ChunkID: c.ID, ObjectKey: c.ObjectKey, Rows: s.Rows, SizeBytes: c.SizeBytes,
+		inputs[i] = plan.Input{ChunkID: c.ID, ObjectKey: c.ObjectKey, Rows: s.Rows, SizeBytes: c.SizeBytes, FooterBytes: s.FooterBytes,
 			ArrowBytes: c.ArrowSizeBytes, Sorted: s.Sorted, First: s.First, Last: s.Last}
 		samples[i] = s.Samples
 		ids[i] = c.ID

@@ -61,13 +61,16 @@ type Scan struct {
 	Schema   *arrow.Schema
 	SchemaID string
 	Rows     int64
-	Sorted   bool
-	First    plan.Key
-	Last     plan.Key
-	Samples  []plan.Sample
-	Nulls    int64  // rows with a null timestamp
-	MinTs    *int64 // nil when every timestamp is null
-	MaxTs    *int64
+	// FooterBytes is the size of the chunk's footer, bytes (per-file overhead the planner
+	// leaves out of its estimate of the rows' bytes).
+	FooterBytes int64
+	Sorted      bool
+	First       plan.Key
+	Last        plan.Key
+	Samples     []plan.Sample
+	Nulls       int64  // rows with a null timestamp
+	MinTs       *int64 // nil when every timestamp is null
+	MaxTs       *int64
 }
 
 // ScanChunk reads the footer and the timestamp_ns column of the chunk at key (input position
@@ -83,7 +86,7 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 		return Scan{}, &ChunkError{Key: key, Err: err}
 	}
 	defer ts.Release()
-	s := Scan{Schema: c.Schema, SchemaID: c.SchemaID, Rows: c.NumRows}
+	s := Scan{Schema: c.Schema, SchemaID: c.SchemaID, Rows: c.NumRows, FooterBytes: c.FooterBytes}
 	order := sortedOrder(ts)
 	s.Sorted = order == nil
 	s.Nulls = int64(ts.NullN())

@@ -77,6 +77,8 @@ type Chunk struct {
 	TimestampField int
 	TimestampLeaf  int
 	NumRows        int64
+	// FooterBytes is the size of the serialized footer (file metadata), bytes.
+	FooterBytes int64
 }
 
 // Open opens a Parquet chunk and validates its schema: a top-level Int64 column "timestamp_ns"
@@ -91,7 +93,7 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 	if err != nil {
 		return nil, &InputError{Err: fmt.Errorf("not a readable Parquet file: %w", err)}
 	}
-	c = &Chunk{pf: pf, NumRows: pf.NumRows()}
+	c = &Chunk{pf: pf, NumRows: pf.NumRows(), FooterBytes: int64(pf.MetaData().Size())}
 	defer func() {
 		if err != nil {
 			pf.Close()

@@ -24,7 +24,8 @@ type WriterOptions struct {
 
 // Writer writes one Parquet chunk: the given schema stored verbatim (pqarrow.WithStoreSchema),
 // timestamp_ns declared as the sorting column (ascending, nulls last), dictionary encoding only
-// for string columns (unique floats and timestamps encode faster and smaller without it), zstd.
+// for string columns (unique floats and timestamps encode faster and smaller without it), no
+// min/max statistics for binary columns, zstd.
 type Writer struct {
 	fw      *pqarrow.FileWriter
 	schema  *arrow.Schema
@@ -59,6 +60,10 @@ func NewWriter(w io.Writer, schema *arrow.Schema, opts WriterOptions) (*Writer, 
 		switch f.Type.ID() {
 		case arrow.STRING, arrow.LARGE_STRING:
 			props = append(props, parquet.WithDictionaryFor(f.Name, true))
+		case arrow.BINARY, arrow.LARGE_BINARY:
+			// min/max of opaque payloads (camera frames) help no reader and put two whole
+			// values into every page header and the footer.
+			props = append(props, parquet.WithStatsFor(f.Name, false))
 		}
 	}
 	if leaf, ok := leafIndexOfTopLevel(schema, tsIdx[0]); ok {

@@ -15,11 +15,13 @@ const DefaultMaxChunkSizeBytes = 256_000_000
 
 // Input describes one input chunk as the planner sees it.
 type Input struct {
-	ChunkID    int64  `json:"chunk_id"`
-	ObjectKey  string `json:"key"`
-	Rows       int64  `json:"rows"`
-	SizeBytes  int64  `json:"size"`       // object size in the store
-	ArrowBytes int64  `json:"arrow_size"` // uncompressed Arrow bytes
+	ChunkID   int64  `json:"chunk_id"`
+	ObjectKey string `json:"key"`
+	Rows      int64  `json:"rows"`
+	SizeBytes int64  `json:"size"` // object size in the store
+	// FooterBytes is the size of the chunk's footer; SizeBytes-FooterBytes are the rows' bytes.
+	FooterBytes int64 `json:"footer"`
+	ArrowBytes  int64 `json:"arrow_size"` // uncompressed Arrow bytes
 	// Sorted is true when the chunk's rows are already in key order (the usual case); an
 	// unsorted chunk is sorted on its own when it is read.
 	Sorted bool `json:"sorted"`
@@ -78,7 +80,9 @@ type Options struct {
 var ErrNoRows = errors.New("topic has no rows")
 
 // Compute cuts the global row order into output chunks of at most about MaxChunkSizeBytes,
-// estimating each row's bytes as its input's SizeBytes/Rows. samples[i] are the samples of
+// estimating each row's bytes as its input's (SizeBytes-FooterBytes)/Rows: the per-file overhead
+// of many tiny inputs is paid once per output, not once per input, and room for one footer (the
+// largest input footer) is kept free in every output. samples[i] are the samples of
 // inputs[i] in ascending key order. A cut is placed before the sample that would take an output
 // over the limit, so an output exceeds the limit only when a single sample (one row, for exact
 // samples) is larger than the limit. Returns ErrNoRows when the inputs hold no row.
@@ -97,13 +101,13 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 		bytes int64
 	}
 	var all []weighted
-	var rows, bytes int64
+	var rows, footer int64
 	for i, in := range inputs {
+		footer = max(footer, in.FooterBytes)
 		if in.Rows == 0 {
 			continue
 		}
 		rows += in.Rows
-		bytes += in.SizeBytes
 		for _, s := range samples[i] {
 			all = append(all, weighted{Sample: s, bytes: bytesOf(in, s.Rows)})
 		}
@@ -121,9 +125,11 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 		Totals:            totals,
 	}
 	p.BatchRows, p.RowGroupRows = batchSizes(inputs)
+	// Room for the output's own footer: about the largest input footer (same schema).
+	budget := max(opts.MaxChunkSizeBytes-footer, 1)
 	cur := Output{}
 	for _, s := range all {
-		if cur.EstRows > 0 && cur.EstBytes+s.bytes > opts.MaxChunkSizeBytes {
+		if cur.EstRows > 0 && cur.EstBytes+s.bytes > budget {
 			k := s.Key
 			cur.Hi = &k
 			p.Outputs = append(p.Outputs, cur)
@@ -148,7 +154,8 @@ func bytesOf(in Input, rows int64) int64 {
 	if in.Rows == 0 {
 		return 0
 	}
-	return (in.SizeBytes*rows + in.Rows - 1) / in.Rows
+	data := max(in.SizeBytes-in.FooterBytes, 0)
+	return (data*rows + in.Rows - 1) / in.Rows
 }
 
 // overlaps reports whether any key of in may lie in [lo, hi).

@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/ingest"
+	"github.com/storeopt/storeopt/internal/pgtest"
+	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/workflows"
+)
+
+// env is one test's real parts: dev server, catalog database, file store.
+type env struct {
+	srv *testenv.DevServer
+	cat *catalog.Catalog
+	b   *blob.Bucket
+	cfg app.Config
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	srv := testenv.StartDevServer(t)
+	dbURL := pgtest.NewDatabase(t)
+	cat, err := catalog.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cat.Close)
+	b, storeURL := testenv.NewBucket(t)
+	return &env{srv: srv, cat: cat, b: b, cfg: srv.Config(dbURL, storeURL)}
+}
+
+// snapshot is a topic's state before optimization.
+type snapshot struct {
+	id       int64
+	locator  string
+	topic    catalog.Topic
+	keys     []string
+	content  topicContent
+	metadata []byte
+}
+
+func (e *env) snapshot(t *testing.T, id int64) snapshot {
+	t.Helper()
+	tp, err := e.cat.Topic(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := chunkKeys(t, e.cat, id)
+	md, err := e.b.ReadAll(context.Background(), tp.DataPrefix+"/metadata.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snapshot{id: id, locator: tp.Locator, topic: tp, keys: keys, content: readTopic(t, e.b, keys), metadata: md}
+}
+
+// checkOptimized asserts everything a finished optimization promises for one topic.
+func (e *env) checkOptimized(t *testing.T, before snapshot, maxChunk int64) topicContent {
+	t.Helper()
+	ctx := context.Background()
+	tp, err := e.cat.Topic(ctx, before.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp.DataPrefix == before.topic.DataPrefix || tp.OptimizedAt == nil {
+		t.Fatalf("topic %s: catalog not switched (prefix %s, optimized_at %v)", before.locator, tp.DataPrefix, tp.OptimizedAt)
+	}
+	chunks, err := e.cat.Chunks(ctx, before.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := chunkKeys(t, e.cat, before.id)
+	after := readTopic(t, e.b, keys)
+	equalRows(t, before.locator, before.content, after)
+	checkOrder(t, after)
+	for i, c := range chunks {
+		if want := fmt.Sprintf("%s/data/%05d.parquet", tp.DataPrefix, i); c.ObjectKey != want {
+			t.Errorf("topic %s: chunk %d key %s, want %s", before.locator, i, c.ObjectKey, want)
+		}
+		if c.RowCount != after.perChunk[i] || c.SizeBytes != after.chunkSize[i] {
+			t.Errorf("topic %s: chunk %d catalog says %d rows %d bytes, object has %d rows %d bytes",
+				before.locator, i, c.RowCount, c.SizeBytes, after.perChunk[i], after.chunkSize[i])
+		}
+		if c.SizeBytes > softLimit(maxChunk, c) {
+			t.Errorf("topic %s: chunk %d has %d bytes, over the soft limit of %d (max %d)",
+				before.locator, i, c.SizeBytes, softLimit(maxChunk, c), maxChunk)
+		}
+	}
+	for _, k := range before.keys {
+		if ok, err := e.b.Exists(ctx, k); err != nil || !ok {
+			t.Errorf("topic %s: old chunk %s gone (err %v)", before.locator, k, err)
+		}
+	}
+	md, err := e.b.ReadAll(ctx, tp.DataPrefix+"/metadata.json")
+	if err != nil || !bytes.Equal(md, before.metadata) {
+		t.Errorf("topic %s: metadata.json not copied byte for byte (err %v)", before.locator, err)
+	}
+	opts, err := e.cat.Optimizations(ctx, before.id)
+	if err != nil || len(opts) != 1 {
+		t.Errorf("topic %s: %d optimization records (err %v), want 1", before.locator, len(opts), err)
+	}
+	t.Logf("topic %s: %d chunks (%d bytes) -> %d chunks %v", before.locator, len(before.keys),
+		sum(before.content.chunkSize), len(chunks), after.chunkSize)
+	return after
+}
+
+// softLimit is the documented bound of an output chunk's size: the limit plus one row (a chunk
+// that holds a single row larger than the limit is as large as that row) plus 10% for outputs
+// that compress worse than their inputs did.
+func softLimit(maxChunk int64, c catalog.Chunk) int64 {
+	widest := c.ArrowSizeBytes / max(c.RowCount, 1)
+	if c.RowCount == 1 {
+		widest = c.ArrowSizeBytes
+	}
+	return maxChunk + maxChunk/10 + widest
+}
+
+func sum(v []int64) (s int64) {
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+func (e *env) queueEmpty(t *testing.T) {
+	t.Helper()
+	n, err := e.cat.QueueLength(context.Background())
+	if err != nil || n != 0 {
+		t.Fatalf("queue holds %d topics (err %v), want 0", n, err)
+	}
+}
+
+func (e *env) runPass(t *testing.T, opts app.PassOptions) workflows.StoreOptimizerResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := app.RunPass(ctx, e.srv.Client, e.cfg, opts)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+// TestOptimizeTopics optimizes simulator topics and hand-made edge cases in one run and checks
+// every promise of an optimization on each.
+func TestOptimizeTopics(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	opts, err := ingest.Preset("test", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, it := range ingested {
+		ids = append(ids, it.TopicID)
+	}
+	big := make([]handRow, 3000)
+	for i := range big {
+		big[i] = handRow{ts: ts(int64(i % 1500)), payload: 40}
+	}
+	binary := make([][]handRow, 4)
+	for c := range binary {
+		for i := range 5 {
+			binary[c] = append(binary[c], handRow{ts: ts(int64(10*i + 3*c)), payload: 20_000 + c*1000})
+		}
+	}
+	ids = append(ids,
+		makeTopic(t, e.cat, e.b, "hand/one_chunk", [][]handRow{rowsAt(1, 2, 3)}),
+		makeTopic(t, e.cat, e.b, "hand/one_row", [][]handRow{rowsAt(42)}),
+		makeTopic(t, e.cat, e.b, "hand/equal_ts", [][]handRow{rowsAt(10, 10, 10), rowsAt(10, 10, 20), rowsAt(5, 10, 10, 20)}),
+		makeTopic(t, e.cat, e.b, "hand/null_ts", [][]handRow{
+			{{ts: ts(5)}, {ts: nil}, {ts: ts(1)}}, {{ts: nil}, {ts: ts(3)}}, {{ts: nil}, {ts: nil}}}),
+		makeTopic(t, e.cat, e.b, "hand/unsorted", [][]handRow{rowsAt(9, 8, 7, 6, 5), rowsAt(1, 7, 3, 7, 2)}),
+		makeTopic(t, e.cat, e.b, "hand/big_chunk", [][]handRow{rowsAt(2000, 2001), big, rowsAt(-5, 1499, 1500)}),
+		makeTopic(t, e.cat, e.b, "hand/binary", binary),
+	)
+	var before []snapshot
+	for _, id := range ids {
+		before = append(before, e.snapshot(t, id))
+	}
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	const maxChunk = 32 << 10
+	res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk, TopicParallelism: 2})
+	if res.Optimized != len(ids) || res.Failed != 0 || res.Skipped != 0 {
+		t.Fatalf("run result %+v, want %d optimized", res, len(ids))
+	}
+	for _, s := range before {
+		e.checkOptimized(t, s, maxChunk)
+	}
+	e.queueEmpty(t)
+
+	// A second pass finds nothing to do.
+	res = e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk})
+	if res.Optimized != 0 || res.Failed != 0 {
+		t.Fatalf("second run result %+v, want nothing done", res)
+	}
+}
