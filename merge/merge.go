@@ -55,9 +55,9 @@ type EmitFunc func(rec arrow.RecordBatch, from, to int64) error
 
 // Range is the part of the global order to merge.
 type Range struct {
-	Lo, Hi *plan.Key   // nil = unbounded
-	Inputs []int       // inputs that may hold rows in [Lo, Hi)
-	First  []plan.Key  // First[i]: smallest key of Inputs[i]
+	Lo, Hi *plan.Key  // nil = unbounded
+	Inputs []int      // inputs that may hold rows in [Lo, Hi)
+	First  []plan.Key // First[i]: smallest key of Inputs[i]
 }
 
 // Merge emits every row of the inputs whose key lies in [r.Lo, r.Hi) in key order, and adds
