@@ -97,9 +97,23 @@ func (a *Activities) ListQueuedTopics(ctx context.Context, in ListQueuedTopicsIn
 // token = run ID) with a fresh data prefix; a retry of the same run gets the same lease back.
 // When the lease is taken over from an earlier run of the topic (terminated, or timed out), that
 // run's partial output is deleted. Errors: ErrTypeNotFound when the topic does not exist or is not
-// finalized.
+// finalized. With SkipIfOptimized, a topic that is no longer queued and was optimized since the
+// run listed it gets no lease: the result says AlreadyOptimized.
 func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, error) {
 	owner, token := run(ctx)
+	if in.SkipIfOptimized {
+		t, err := a.Catalog.Topic(ctx, in.TopicID)
+		if err != nil {
+			return LeaseResult{}, classify(fmt.Sprintf("#%d", in.TopicID), err)
+		}
+		queued, err := a.Catalog.IsQueued(ctx, in.TopicID)
+		if err != nil {
+			return LeaseResult{}, err
+		}
+		if !queued && t.OptimizedAt != nil {
+			return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix}, nil
+		}
+	}
 	l, err := a.Catalog.AcquireLease(ctx, in.TopicID, owner, token, store.NewPrefix())
 	if err != nil {
 		return LeaseResult{}, classify(fmt.Sprintf("#%d", in.TopicID), err)

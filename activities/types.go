@@ -55,13 +55,18 @@ type ListQueuedTopicsResult struct {
 // from the activity's own workflow execution, not from the input.
 type LeaseInput struct {
 	TopicID int64
+	// SkipIfOptimized: when the topic is no longer queued and was optimized before (another run
+	// finished it after this run listed it), take no lease and return AlreadyOptimized.
+	SkipIfOptimized bool
 }
 
 // LeaseResult is the lease taken.
 type LeaseResult struct {
-	Locator     string
-	OldPrefix   string
-	FreshPrefix string
+	// AlreadyOptimized: nothing to do (see LeaseInput.SkipIfOptimized); no lease was taken.
+	AlreadyOptimized bool
+	Locator          string
+	OldPrefix        string
+	FreshPrefix      string
 }
 
 // ReadSortInput is the input of ReadSort.

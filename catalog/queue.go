@@ -72,6 +72,16 @@ func (c *Catalog) ListQueued(ctx context.Context, afterTopicID int64, limit int)
 	return queued, nil
 }
 
+// IsQueued reports whether the topic has a queue row (leased or not).
+func (c *Catalog) IsQueued(ctx context.Context, topicID int64) (bool, error) {
+	var queued bool
+	err := c.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM optimization_queue WHERE topic_id = $1)`, topicID).Scan(&queued)
+	if err != nil {
+		return false, fmt.Errorf("catalog: is topic %d queued: %w", topicID, err)
+	}
+	return queued, nil
+}
+
 // QueueLength returns the number of queued topics, leased or not.
 func (c *Catalog) QueueLength(ctx context.Context) (int, error) {
 	var n int

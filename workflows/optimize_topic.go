@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
@@ -32,6 +33,12 @@ type OptimizeTopicInput struct {
 	MaxChunkSizeBytes int64
 	// TopicParallelism is how many WriteChunks activities run at once; 0 = 2.
 	TopicParallelism int
+	// FromRun is true when a StoreOptimizerWorkflow started this optimization from its queue: a
+	// topic that another run optimized in the meantime is then skipped. A manual start (false)
+	// optimizes the topic again even if it was optimized before.
+	FromRun bool
+	// HeartbeatTimeout of ReadSort and WriteChunks; 0 = DefaultHeartbeatTimeout (one minute).
+	HeartbeatTimeout time.Duration
 }
 
 // OptimizeTopicResult is what the commit of one topic did; byte counts are Parquet object sizes.
@@ -45,6 +52,9 @@ type OptimizeTopicResult struct {
 	// AlreadyCommitted is true when the topic had already been switched by this run (a retried
 	// commit): nothing was done twice.
 	AlreadyCommitted bool
+	// Skipped is true when there was nothing to do: the topic was optimized by another run after
+	// this run listed it.
+	Skipped bool
 }
 
 // OptimizeTopicWorkflow rewrites one topic into a fresh prefix and switches the catalog to it:
@@ -102,8 +112,13 @@ func (o *topicOptimization) run(ctx workflow.Context) (OptimizeTopicResult, erro
 
 // optimize runs the steps in order; an error is a *stepError naming the step.
 func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult, error) {
-	if err := o.lease(ctx); err != nil {
+	lease, err := o.lease(ctx)
+	if err != nil {
 		return OptimizeTopicResult{}, err
+	}
+	if lease.AlreadyOptimized {
+		o.logger.Info("Topic skipped: already optimized by another run")
+		return OptimizeTopicResult{Locator: o.in.Locator, Skipped: true}, nil
 	}
 	plan, err := o.readSort(ctx)
 	if err != nil {
@@ -116,16 +131,16 @@ func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult,
 }
 
 // lease takes the topic's queue row for this run and a fresh data prefix.
-func (o *topicOptimization) lease(ctx workflow.Context) error {
+func (o *topicOptimization) lease(ctx workflow.Context) (activities.LeaseResult, error) {
 	o.step = stepLease
 	var lease activities.LeaseResult
 	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.Lease,
-		activities.LeaseInput{TopicID: o.in.TopicID}).Get(ctx, &lease)
+		activities.LeaseInput{TopicID: o.in.TopicID, SkipIfOptimized: o.in.FromRun}).Get(ctx, &lease)
 	if err != nil {
-		return &stepError{step: stepLease, err: err}
+		return lease, &stepError{step: stepLease, err: err}
 	}
 	o.logger.Info("Lease taken", "OldPrefix", lease.OldPrefix, "FreshPrefix", lease.FreshPrefix)
-	return nil
+	return lease, nil
 }
 
 // readSort validates the input chunks and stores the plan; the result says how many output groups
@@ -133,7 +148,7 @@ func (o *topicOptimization) lease(ctx workflow.Context) error {
 func (o *topicOptimization) readSort(ctx workflow.Context) (activities.ReadSortResult, error) {
 	o.step = stepReadSort
 	var plan activities.ReadSortResult
-	err := workflow.ExecuteActivity(withDataOptions(ctx), a.ReadSort, activities.ReadSortInput{
+	err := workflow.ExecuteActivity(withDataOptions(ctx, o.in.HeartbeatTimeout), a.ReadSort, activities.ReadSortInput{
 		TopicID:           o.in.TopicID,
 		MaxChunkSizeBytes: o.in.MaxChunkSizeBytes,
 	}).Get(ctx, &plan)
@@ -150,7 +165,7 @@ func (o *topicOptimization) readSort(ctx workflow.Context) (activities.ReadSortR
 // nothing writes any more when Release runs.
 func (o *topicOptimization) writeChunks(ctx workflow.Context, groups int) error {
 	o.step = fmt.Sprintf("%s 0/%d", stepWriteChunks, groups)
-	wctx, cancel := workflow.WithCancel(withDataOptions(ctx))
+	wctx, cancel := workflow.WithCancel(withDataOptions(ctx, o.in.HeartbeatTimeout))
 	defer cancel()
 	var failed error
 	written := 0

@@ -35,14 +35,21 @@ func withCatalogOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// DefaultHeartbeatTimeout is how long ReadSort and WriteChunks may go without a heartbeat before
+// Temporal considers their worker lost and retries them elsewhere.
+const DefaultHeartbeatTimeout = time.Minute
+
 // withDataOptions sets the options of the long data activities, ReadSort and WriteChunks. They
 // heartbeat, so a lost worker is noticed within a minute and the attempt retried elsewhere. A
 // canceled workflow waits until they have stopped, so Release never deletes output that is still
 // being written.
-func withDataOptions(ctx workflow.Context) workflow.Context {
+func withDataOptions(ctx workflow.Context, heartbeatTimeout time.Duration) workflow.Context {
+	if heartbeatTimeout <= 0 {
+		heartbeatTimeout = DefaultHeartbeatTimeout
+	}
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Hour,
-		HeartbeatTimeout:    time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
 		WaitForCancellation: true,
 		RetryPolicy:         retryPolicy(20),
 	})

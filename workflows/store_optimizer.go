@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/log"
@@ -35,6 +36,8 @@ type StoreOptimizerInput struct {
 	PageSize int
 	// TopicParallelism is how many WriteChunks activities each topic runs at once; 0 = 2.
 	TopicParallelism int
+	// HeartbeatTimeout of the topics' ReadSort and WriteChunks activities; 0 = one minute.
+	HeartbeatTimeout time.Duration
 	// State is nil when a run starts; continue-as-new carries the run's progress in it.
 	State *RunState
 }
@@ -208,6 +211,8 @@ func (r *storeRun) optimizeTopics(ctx workflow.Context, topics []activities.Queu
 				Locator:           topic.Locator,
 				MaxChunkSizeBytes: r.in.MaxChunkSizeBytes,
 				TopicParallelism:  r.in.TopicParallelism,
+				HeartbeatTimeout:  r.in.HeartbeatTimeout,
+				FromRun:           true,
 			})
 		w.add(child, func(f workflow.Future) {
 			r.inFlight = removeFirst(r.inFlight, topic.Locator)
@@ -236,6 +241,9 @@ func topicContext(ctx workflow.Context, locator string) workflow.Context {
 func (r *storeRun) record(ctx workflow.Context, locator string, res OptimizeTopicResult, err error) {
 	total := &r.state.Result
 	switch {
+	case err == nil && res.Skipped:
+		total.Skipped++
+		r.logger.Info("Topic skipped: optimized by another run", "TopicLocator", locator)
 	case err == nil:
 		total.Optimized++
 		total.Rows += res.Rows
