@@ -195,12 +195,23 @@ func (p *Plan) Group(g int) []Output {
 	return p.Outputs[lo:min(lo+p.GroupSize, len(p.Outputs))]
 }
 
-// Picture draws the plan for tests and logs: one line per input with its key range over the
-// outputs, "#" where the input has rows in that output, then the outputs' estimated sizes.
+// Picture draws the plan for tests and logs: one line per input with its sortedness (s/u), its key
+// range [First .. Last] and a bar over the outputs, "#" where the output reads the input, then one
+// line per output with its key range [Lo, Hi) ("-inf"/"+inf" when unbounded), estimated rows and
+// bytes and the inputs it reads.
 func (p *Plan) Picture() string {
 	var b strings.Builder
+	ranges := make([]string, len(p.Inputs))
+	width := 0
 	for j, in := range p.Inputs {
-		fmt.Fprintf(&b, "in%-3d %s |", j, sortedMark(in))
+		ranges[j] = "(no rows)"
+		if in.Rows > 0 {
+			ranges[j] = "[" + in.First.String() + " .. " + in.Last.String() + "]"
+		}
+		width = max(width, len(ranges[j]))
+	}
+	for j, in := range p.Inputs {
+		fmt.Fprintf(&b, "in%-3d %s %-*s |", j, sortedMark(in), width, ranges[j])
 		for _, o := range p.Outputs {
 			if slices.Contains(o.Inputs, j) {
 				b.WriteString("#")
@@ -211,9 +222,17 @@ func (p *Plan) Picture() string {
 		fmt.Fprintf(&b, "| rows=%d\n", in.Rows)
 	}
 	for _, o := range p.Outputs {
-		fmt.Fprintf(&b, "out%-3d rows=%d bytes=%d inputs=%v\n", o.Ordinal, o.EstRows, o.EstBytes, o.Inputs)
+		fmt.Fprintf(&b, "out%-3d [%s, %s) rows=%d bytes=%d inputs=%v\n",
+			o.Ordinal, bound(o.Lo, "-inf"), bound(o.Hi, "+inf"), o.EstRows, o.EstBytes, o.Inputs)
 	}
 	return b.String()
+}
+
+func bound(k *Key, unbounded string) string {
+	if k == nil {
+		return unbounded
+	}
+	return k.String()
 }
 
 func sortedMark(in Input) string {
