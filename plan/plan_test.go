@@ -1,0 +1,498 @@
+package plan
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// cell is one stored row's timestamp_ns.
+type cell struct {
+	ts   int64
+	null bool
+}
+
+// N stands for a null timestamp in the table tests' row lists.
+const N = math.MinInt64 + 7
+
+func cells(vals ...int64) []cell {
+	out := make([]cell, len(vals))
+	for i, v := range vals {
+		out[i] = cell{ts: v, null: v == N}
+	}
+	return out
+}
+
+// inputSpec describes an input chunk by its stored rows and its bytes.
+type inputSpec struct {
+	rows        []cell
+	bytesPerRow int64 // SizeBytes = FooterBytes + bytesPerRow*rows
+	footer      int64
+}
+
+// fixture is the catalog facts of a set of inputs plus every row's key, for brute-force checks.
+type fixture struct {
+	inputs  []Input
+	samples [][]Sample // exact: one row per sample
+	keys    [][]Key    // keys[j]: input j's keys in sorted order
+	totals  Totals
+}
+
+func build(specs []inputSpec) fixture {
+	var f fixture
+	for j, s := range specs {
+		keys := make([]Key, len(s.rows))
+		for r, c := range s.rows {
+			keys[r] = Key{Null: c.null, Input: j, Row: int64(r)}
+			if !c.null {
+				keys[r].Ts = c.ts
+			}
+		}
+		sorted := slices.IsSortedFunc(keys, Key.Compare)
+		slices.SortFunc(keys, Key.Compare)
+		in := Input{
+			ChunkID:     int64(100 + j),
+			ObjectKey:   fmt.Sprintf("tp_X/data/%05d.parquet", j),
+			Rows:        int64(len(keys)),
+			SizeBytes:   s.footer + s.bytesPerRow*int64(len(keys)),
+			FooterBytes: s.footer,
+			ArrowBytes:  2 * s.bytesPerRow * int64(len(keys)),
+			Sorted:      sorted,
+		}
+		var samples []Sample
+		for _, k := range keys {
+			samples = append(samples, Sample{Key: k, Rows: 1})
+			f.totals.Rows++
+			if k.Null {
+				f.totals.TimestampNulls++
+				continue
+			}
+			if f.totals.MinTs == nil || k.Ts < *f.totals.MinTs {
+				f.totals.MinTs = ptr(k.Ts)
+			}
+			if f.totals.MaxTs == nil || k.Ts > *f.totals.MaxTs {
+				f.totals.MaxTs = ptr(k.Ts)
+			}
+		}
+		if len(keys) > 0 {
+			in.First, in.Last = keys[0], keys[len(keys)-1]
+		}
+		f.inputs = append(f.inputs, in)
+		f.samples = append(f.samples, samples)
+		f.keys = append(f.keys, keys)
+	}
+	return f
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// rowBytes is the planner's documented estimate of one row of in: ceil((size-footer)/rows).
+func rowBytes(in Input) int64 {
+	data := max(in.SizeBytes-in.FooterBytes, 0)
+	return (data + in.Rows - 1) / in.Rows
+}
+
+// checkExact checks a plan computed from exact samples against a brute-force assignment of every
+// row to the output whose range contains it.
+func checkExact(t *testing.T, f fixture, p *Plan, opts Options) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf(format+"\nplan:\n%s", append(args, p.Picture())...)
+	}
+	if len(p.Outputs) == 0 {
+		fail("no outputs")
+	}
+	// Contiguous cover of the whole order.
+	if p.Outputs[0].Lo != nil || p.Outputs[len(p.Outputs)-1].Hi != nil {
+		fail("first Lo / last Hi must be unbounded")
+	}
+	for i, o := range p.Outputs {
+		if o.Ordinal != i {
+			fail("output %d has ordinal %d", i, o.Ordinal)
+		}
+		if i+1 < len(p.Outputs) {
+			next := p.Outputs[i+1].Lo
+			if o.Hi == nil || next == nil || o.Hi.Compare(*next) != 0 {
+				fail("output %d Hi %v != output %d Lo %v", i, o.Hi, i+1, next)
+			}
+			if o.Lo != nil && o.Lo.Compare(*o.Hi) >= 0 {
+				fail("output %d has an empty range", i)
+			}
+		}
+	}
+	// Brute force: every row belongs to exactly one output.
+	rows := make([]int64, len(p.Outputs))
+	bytes := make([]int64, len(p.Outputs))
+	firstBytes := make([]int64, len(p.Outputs)) // bytes of the output's first row in key order
+	firstKey := make([]*Key, len(p.Outputs))
+	holds := make([]map[int]bool, len(p.Outputs))
+	for i := range holds {
+		holds[i] = map[int]bool{}
+	}
+	for j, keys := range f.keys {
+		for _, k := range keys {
+			owner := -1
+			for i, o := range p.Outputs {
+				if InRange(k, o.Lo, o.Hi) {
+					if owner >= 0 {
+						fail("row %s lies in outputs %d and %d", k, owner, i)
+					}
+					owner = i
+				}
+			}
+			if owner < 0 {
+				fail("row %s lies in no output", k)
+			}
+			rows[owner]++
+			bytes[owner] += rowBytes(f.inputs[j])
+			holds[owner][j] = true
+			if firstKey[owner] == nil || k.Compare(*firstKey[owner]) < 0 {
+				firstKey[owner] = ptr(k)
+				firstBytes[owner] = rowBytes(f.inputs[j])
+			}
+		}
+	}
+	var footer int64
+	for _, in := range f.inputs {
+		footer = max(footer, in.FooterBytes)
+	}
+	maxSize := cmp.Or(opts.MaxChunkSizeBytes, DefaultMaxChunkSizeBytes)
+	budget := max(maxSize-footer, 1)
+	for i, o := range p.Outputs {
+		if rows[i] == 0 {
+			fail("output %d holds no row", i)
+		}
+		if o.EstRows != rows[i] || o.EstBytes != bytes[i] {
+			fail("output %d: estimated %d rows / %d bytes, brute force %d rows / %d bytes", i, o.EstRows, o.EstBytes, rows[i], bytes[i])
+		}
+		if o.EstBytes > budget && o.EstRows != 1 {
+			fail("output %d: %d bytes over the budget %d with %d rows", i, o.EstBytes, budget, o.EstRows)
+		}
+		if i+1 < len(p.Outputs) && o.EstBytes+firstBytes[i+1] <= budget {
+			fail("output %d (%d bytes) cut early: the next row (%d bytes) fits the budget %d", i, o.EstBytes, firstBytes[i+1], budget)
+		}
+		// Inputs: exactly those with rows whose [First, Last] meets [Lo, Hi).
+		var want []int
+		for j, in := range f.inputs {
+			meets := in.Rows > 0 && (o.Hi == nil || in.First.Compare(*o.Hi) < 0) && (o.Lo == nil || in.Last.Compare(*o.Lo) >= 0)
+			if holds[i][j] && !meets {
+				fail("output %d holds rows of input %d outside the input's range", i, j)
+			}
+			if meets {
+				want = append(want, j)
+			}
+		}
+		if !slices.Equal(o.Inputs, want) {
+			fail("output %d reads inputs %v, want %v", i, o.Inputs, want)
+		}
+	}
+	if p.Totals != f.totals || p.Version != Version || p.MaxChunkSizeBytes != maxSize {
+		fail("header: totals %+v version %d max %d", p.Totals, p.Version, p.MaxChunkSizeBytes)
+	}
+	if br, rg := batchSizes(f.inputs); p.BatchRows != br || p.RowGroupRows != rg {
+		fail("batch sizes %d/%d, want %d/%d", p.BatchRows, p.RowGroupRows, br, rg)
+	}
+}
+
+func TestComputeTable(t *testing.T) {
+	tests := []struct {
+		name    string
+		inputs  []inputSpec
+		max     int64
+		picture string
+	}{
+		{
+			name: "ordered inputs fit one output",
+			inputs: []inputSpec{
+				{rows: cells(10, 11, 12), bytesPerRow: 10, footer: 5},
+				{rows: cells(13, 14), bytesPerRow: 10, footer: 5},
+			},
+			max: 1000,
+			picture: `
+in0   s [10@0:0 .. 12@0:2] |#| rows=3
+in1   s [13@1:0 .. 14@1:1] |#| rows=2
+out0   [-inf, +inf) rows=5 bytes=50 inputs=[0 1]
+`,
+		},
+		{
+			name: "per-file overhead is paid once per output, one footer kept free",
+			inputs: []inputSpec{
+				{rows: cells(1, 2), bytesPerRow: 10, footer: 50},
+				{rows: cells(3, 4), bytesPerRow: 10, footer: 50},
+				{rows: cells(5, 6), bytesPerRow: 10, footer: 50},
+			},
+			max: 90, // budget 40: four rows
+			picture: `
+in0   s [1@0:0 .. 2@0:1] |#.| rows=2
+in1   s [3@1:0 .. 4@1:1] |#.| rows=2
+in2   s [5@2:0 .. 6@2:1] |.#| rows=2
+out0   [-inf, 5@2:0) rows=4 bytes=40 inputs=[0 1]
+out1   [5@2:0, +inf) rows=2 bytes=20 inputs=[2]
+`,
+		},
+		{
+			name: "overlapping and unsorted inputs, equal timestamps, nulls last",
+			inputs: []inputSpec{
+				{rows: cells(10, 20, 30, 40), bytesPerRow: 10},
+				{rows: cells(40, 15, N, 25), bytesPerRow: 10},
+				{rows: cells(N, N), bytesPerRow: 10},
+			},
+			max: 30,
+			picture: `
+in0   s [10@0:0 .. 40@0:3]     |##..| rows=4
+in1   u [15@1:1 .. null@1:2]   |###.| rows=4
+in2   s [null@2:0 .. null@2:1] |..##| rows=2
+out0   [-inf, 25@1:3) rows=3 bytes=30 inputs=[0 1]
+out1   [25@1:3, 40@1:0) rows=3 bytes=30 inputs=[0 1]
+out2   [40@1:0, null@2:1) rows=3 bytes=30 inputs=[1 2]
+out3   [null@2:1, +inf) rows=1 bytes=10 inputs=[2]
+`,
+		},
+		{
+			name: "a row larger than the limit gets an output of its own",
+			inputs: []inputSpec{
+				{rows: cells(1, 2), bytesPerRow: 5},
+				{rows: cells(3), bytesPerRow: 500},
+				{rows: cells(4, 5), bytesPerRow: 5},
+			},
+			max: 100,
+			picture: `
+in0   s [1@0:0 .. 2@0:1] |#..| rows=2
+in1   s [3@1:0 .. 3@1:0] |.#.| rows=1
+in2   s [4@2:0 .. 5@2:1] |..#| rows=2
+out0   [-inf, 3@1:0) rows=2 bytes=10 inputs=[0]
+out1   [3@1:0, 4@2:0) rows=1 bytes=500 inputs=[1]
+out2   [4@2:0, +inf) rows=2 bytes=10 inputs=[2]
+`,
+		},
+		{
+			name: "inputs without rows are read by no output",
+			inputs: []inputSpec{
+				{rows: nil, bytesPerRow: 10, footer: 7},
+				{rows: cells(3, 1), bytesPerRow: 10},
+				{rows: nil, bytesPerRow: 10},
+			},
+			max: 1000,
+			picture: `
+in0   s (no rows)        |.| rows=0
+in1   u [1@1:1 .. 3@1:0] |#| rows=2
+in2   s (no rows)        |.| rows=0
+out0   [-inf, +inf) rows=2 bytes=20 inputs=[1]
+`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := build(tc.inputs)
+			opts := Options{MaxChunkSizeBytes: tc.max}
+			p, err := Compute(f.inputs, f.samples, f.totals, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := p.Picture(), strings.TrimPrefix(tc.picture, "\n"); got != want {
+				t.Errorf("plan picture:\n%s\nwant:\n%s", got, want)
+			}
+			checkExact(t, f, p, opts)
+		})
+	}
+}
+
+// randomSpecs draws up to 8 inputs of up to 30 rows with timestamps from a small range (many
+// ties), some nulls and unsorted inputs, and various row and footer sizes.
+func randomSpecs(r *rand.Rand) []inputSpec {
+	specs := make([]inputSpec, r.IntN(9))
+	span := int64(1 + r.IntN(40))
+	nullRate := r.Float64() * 0.3
+	for j := range specs {
+		n := r.IntN(31)
+		if r.IntN(6) == 0 {
+			n = 0
+		}
+		start := r.Int64N(span)
+		rows := make([]cell, n)
+		for i := range rows {
+			switch {
+			case r.Float64() < nullRate:
+				rows[i] = cell{null: true}
+			case r.IntN(3) == 0: // disorder
+				rows[i] = cell{ts: r.Int64N(span + 5)}
+			default:
+				rows[i] = cell{ts: start + int64(i)/(1+int64(r.IntN(3)))}
+			}
+		}
+		if r.IntN(2) == 0 { // mostly sorted inputs, as ingestion writes them
+			slices.SortStableFunc(rows, func(a, b cell) int {
+				return Key{Null: a.null, Ts: a.ts}.Compare(Key{Null: b.null, Ts: b.ts})
+			})
+		}
+		specs[j] = inputSpec{rows: rows, bytesPerRow: 1 + r.Int64N(60), footer: r.Int64N(40)}
+	}
+	return specs
+}
+
+func TestComputeRandomExact(t *testing.T) {
+	for seed := uint64(1); seed <= 400; seed++ {
+		r := rand.New(rand.NewPCG(seed, 0x5eed))
+		f := build(randomSpecs(r))
+		opts := Options{MaxChunkSizeBytes: 1 + r.Int64N(500), GroupSize: r.IntN(4)}
+		p, err := Compute(f.inputs, f.samples, f.totals, opts)
+		if f.totals.Rows == 0 {
+			if !errors.Is(err, ErrNoRows) {
+				t.Fatalf("seed %d: no rows: err = %v, want ErrNoRows", seed, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { checkExact(t, f, p, opts) })
+	}
+}
+
+// Coarse samples: outputs still cover the order contiguously, cut only at sample keys, the row
+// estimates add up to the topic's rows and stay within the budget except for a single sample.
+func TestComputeRandomCoarseSamples(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		r := rand.New(rand.NewPCG(seed, 0xc0a25e))
+		f := build(randomSpecs(r))
+		if f.totals.Rows == 0 {
+			continue
+		}
+		step := 1 + r.IntN(7)
+		samples := make([][]Sample, len(f.keys))
+		sampleAt := map[Key]int64{} // key → bytes of its sample
+		for j, keys := range f.keys {
+			for pos := 0; pos < len(keys); pos += step {
+				s := Sample{Key: keys[pos], Rows: int64(min(step, len(keys)-pos))}
+				samples[j] = append(samples[j], s)
+				in := f.inputs[j]
+				sampleAt[s.Key] = (max(in.SizeBytes-in.FooterBytes, 0)*s.Rows + in.Rows - 1) / in.Rows
+			}
+		}
+		opts := Options{MaxChunkSizeBytes: 1 + r.Int64N(500)}
+		p, err := Compute(f.inputs, samples, f.totals, opts)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		var footer int64
+		for _, in := range f.inputs {
+			footer = max(footer, in.FooterBytes)
+		}
+		budget := max(opts.MaxChunkSizeBytes-footer, 1)
+		var rows int64
+		for i, o := range p.Outputs {
+			rows += o.EstRows
+			if (i == 0) != (o.Lo == nil) || (i == len(p.Outputs)-1) != (o.Hi == nil) {
+				t.Fatalf("seed %d: output %d bounds %v..%v\n%s", seed, i, o.Lo, o.Hi, p.Picture())
+			}
+			if o.Lo != nil {
+				if _, ok := sampleAt[*o.Lo]; !ok {
+					t.Fatalf("seed %d: output %d starts at %s, not a sample key\n%s", seed, i, o.Lo, p.Picture())
+				}
+				if prev := p.Outputs[i-1].Hi; prev == nil || prev.Compare(*o.Lo) != 0 {
+					t.Fatalf("seed %d: outputs %d and %d are not contiguous\n%s", seed, i-1, i, p.Picture())
+				}
+			}
+			inRange := 0
+			for k := range sampleAt {
+				if InRange(k, o.Lo, o.Hi) {
+					inRange++
+				}
+			}
+			if o.EstBytes > budget && inRange != 1 {
+				t.Fatalf("seed %d: output %d is %d bytes, budget %d\n%s", seed, i, o.EstBytes, budget, p.Picture())
+			}
+		}
+		if rows != f.totals.Rows {
+			t.Fatalf("seed %d: outputs estimate %d rows, inputs hold %d\n%s", seed, rows, f.totals.Rows, p.Picture())
+		}
+	}
+}
+
+func TestComputeErrors(t *testing.T) {
+	if _, err := Compute(nil, nil, Totals{}, Options{}); !errors.Is(err, ErrNoRows) {
+		t.Errorf("no inputs: err = %v, want ErrNoRows", err)
+	}
+	empty := build([]inputSpec{{footer: 10}, {}})
+	if _, err := Compute(empty.inputs, empty.samples, empty.totals, Options{}); !errors.Is(err, ErrNoRows) {
+		t.Errorf("inputs without rows: err = %v, want ErrNoRows", err)
+	}
+	f := build([]inputSpec{{rows: cells(1), bytesPerRow: 1}})
+	if _, err := Compute(f.inputs, nil, f.totals, Options{}); err == nil || errors.Is(err, ErrNoRows) {
+		t.Errorf("missing sample lists: err = %v, want a count mismatch", err)
+	}
+}
+
+func TestComputeDefaults(t *testing.T) {
+	f := build([]inputSpec{{rows: cells(1, 2, 3), bytesPerRow: 100, footer: 10}})
+	p, err := Compute(f.inputs, f.samples, f.totals, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MaxChunkSizeBytes != DefaultMaxChunkSizeBytes || p.GroupSize != 8 || len(p.Outputs) != 1 {
+		t.Fatalf("defaults: max %d group %d outputs %d\n%s", p.MaxChunkSizeBytes, p.GroupSize, len(p.Outputs), p.Picture())
+	}
+}
+
+func TestGroups(t *testing.T) {
+	rows := make([]int64, 7)
+	for i := range rows {
+		rows[i] = int64(i)
+	}
+	f := build([]inputSpec{{rows: cells(rows...), bytesPerRow: 10}})
+	p, err := Compute(f.inputs, f.samples, f.totals, Options{MaxChunkSizeBytes: 10, GroupSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Outputs) != 7 || p.Groups() != 3 {
+		t.Fatalf("outputs %d groups %d, want 7 and 3\n%s", len(p.Outputs), p.Groups(), p.Picture())
+	}
+	var seen []int
+	for g := range p.Groups() {
+		for _, o := range p.Group(g) {
+			seen = append(seen, o.Ordinal)
+		}
+	}
+	if !slices.Equal(seen, []int{0, 1, 2, 3, 4, 5, 6}) {
+		t.Errorf("groups hold ordinals %v", seen)
+	}
+	if n := len(p.Group(2)); n != 1 {
+		t.Errorf("last group has %d outputs, want 1", n)
+	}
+	if p.Group(3) != nil || p.Group(-1) != nil {
+		t.Errorf("out-of-range groups must be nil")
+	}
+}
+
+func TestBatchSizes(t *testing.T) {
+	in := func(rows, arrow int64) Input { return Input{Rows: rows, ArrowBytes: arrow} }
+	tests := []struct {
+		name            string
+		inputs          []Input
+		batch, rowGroup int64
+	}{
+		{"narrow rows hit the caps", []Input{in(1000, 8_000)}, 64 << 10, 1 << 20},
+		{"100-byte rows", []Input{in(600, 30_000), in(400, 70_000)}, 64 << 10, (64 << 20) / 100},
+		{"4 KiB rows keep 64 MiB row groups", []Input{in(10, 40_960)}, (8 << 20) / 4096, (64 << 20) / 4096},
+		{"wide rows take 32 MiB row groups", []Input{in(10, 81_920)}, (8 << 20) / 8192, (32 << 20) / 8192},
+		{"huge rows keep the floors", []Input{in(2, 2 << 30)}, 16, 1024},
+		{"no rows", []Input{in(0, 0)}, 64 << 10, 1 << 20},
+	}
+	for _, tc := range tests {
+		b, rg := batchSizes(tc.inputs)
+		if b != tc.batch || rg != tc.rowGroup {
+			t.Errorf("%s: batchSizes = %d, %d; want %d, %d", tc.name, b, rg, tc.batch, tc.rowGroup)
+		}
+		rev := slices.Clone(tc.inputs)
+		slices.Reverse(rev)
+		if b2, rg2 := batchSizes(rev); b2 != b || rg2 != rg {
+			t.Errorf("%s: input order changes batch sizes", tc.name)
+		}
+	}
+}
