@@ -132,7 +132,9 @@ func hashColumn(out []uint64, arr arrow.Array, from int, salt uint64) {
 			}
 		}
 	default:
+		// A dictionary type is "fixed width" (its indices) but must be hashed by value.
 		if fw, ok := arr.DataType().(arrow.FixedWidthDataType); ok && fw.BitWidth()%8 == 0 &&
+			arr.DataType().ID() != arrow.DICTIONARY &&
 			len(arr.Data().Buffers()) >= 2 && arr.Data().Buffers()[1] != nil {
 			hashFixedWidth(out, arr, from, fw.BitWidth()/8, salt)
 		} else {
