@@ -1,0 +1,102 @@
+package verify
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// goodOutputs are three consistent output chunks: timestamps 10..20, 20..30, then 35..40 with two
+// null timestamps at the end.
+func goodOutputs() (Expected, []OutputFacts) {
+	d := func(rows int64, sum uint64) Digest { return Digest{Rows: rows, Sum: sum} }
+	outs := []OutputFacts{
+		{Ordinal: 0, Rows: 5, MinTs: ptr(int64(10)), MaxTs: ptr(int64(20)), Read: d(5, 1), Written: d(5, 1)},
+		{Ordinal: 1, Rows: 4, MinTs: ptr(int64(20)), MaxTs: ptr(int64(30)), Read: d(4, 2), Written: d(4, 2)},
+		{Ordinal: 2, Rows: 3, TimestampNulls: 2, MinTs: ptr(int64(35)), MaxTs: ptr(int64(40)), Read: d(3, 3), Written: d(3, 3)},
+	}
+	return Expected{Outputs: 3, Rows: 12, TimestampNulls: 2, MinTs: ptr(int64(10)), MaxTs: ptr(int64(40))}, outs
+}
+
+func TestCheckAccepts(t *testing.T) {
+	want, outs := goodOutputs()
+	if err := Check(want, outs); err != nil {
+		t.Fatalf("consistent outputs refused: %v", err)
+	}
+	// A last chunk of null timestamps only.
+	want.Outputs, want.Rows, want.TimestampNulls = 4, 14, 4
+	outs = append(outs, OutputFacts{Ordinal: 3, Rows: 2, TimestampNulls: 2, Read: Digest{Rows: 2}, Written: Digest{Rows: 2}})
+	if err := Check(want, outs); err != nil {
+		t.Fatalf("trailing all-null chunk refused: %v", err)
+	}
+	// A topic whose timestamps are all null.
+	allNull := []OutputFacts{{Ordinal: 0, Rows: 3, TimestampNulls: 3, Read: Digest{3, 9}, Written: Digest{3, 9}}}
+	if err := Check(Expected{Outputs: 1, Rows: 3, TimestampNulls: 3}, allNull); err != nil {
+		t.Fatalf("all-null topic refused: %v", err)
+	}
+}
+
+func TestCheckReportsMismatches(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(want *Expected, outs []OutputFacts) []OutputFacts
+		words  []string // every one must appear in the message
+	}{
+		{"an output chunk too few", func(w *Expected, o []OutputFacts) []OutputFacts { return o[:2] },
+			[]string{"2 output chunks staged, 3 planned"}},
+		{"missing ordinal", func(w *Expected, o []OutputFacts) []OutputFacts {
+			o[1].Ordinal = 2
+			o[2].Ordinal = 3
+			return o
+		}, []string{"output chunk 1 missing", "ordinal 2"}},
+		{"row count of a chunk", func(w *Expected, o []OutputFacts) []OutputFacts { o[1].Rows = 5; return o },
+			[]string{"output chunk 1", "5 rows", "4 read", "4 encoded"}},
+		{"rows lost between decoding and encoding", func(w *Expected, o []OutputFacts) []OutputFacts {
+			o[0].Written.Rows = 4
+			return o
+		}, []string{"output chunk 0", "5 rows", "5 read", "4 encoded"}},
+		{"content digest", func(w *Expected, o []OutputFacts) []OutputFacts { o[2].Written.Sum = 99; return o },
+			[]string{"output chunk 2", "digest", o3Read(), "3/0000000000000063"}},
+		{"total rows", func(w *Expected, o []OutputFacts) []OutputFacts { w.Rows = 13; return o },
+			[]string{"12 rows written, 13 in the input chunks"}},
+		{"null count", func(w *Expected, o []OutputFacts) []OutputFacts { w.TimestampNulls = 1; return o },
+			[]string{"2 null timestamps written, 1 in the input chunks"}},
+		{"min timestamp", func(w *Expected, o []OutputFacts) []OutputFacts { w.MinTs = ptr(int64(9)); return o },
+			[]string{"timestamp range written [10, 40], input [9, 40]"}},
+		{"max timestamp", func(w *Expected, o []OutputFacts) []OutputFacts { w.MaxTs = ptr(int64(41)); return o },
+			[]string{"[10, 40]", "[10, 41]"}},
+		{"timestamps where the input has none", func(w *Expected, o []OutputFacts) []OutputFacts {
+			w.MinTs, w.MaxTs = nil, nil
+			return o
+		}, []string{"input [none, none]"}},
+		{"chunks out of order", func(w *Expected, o []OutputFacts) []OutputFacts { o[1].MinTs = ptr(int64(19)); return o },
+			[]string{"output chunk 1 starts at 19", "previous chunk's last timestamp 20"}},
+		{"non-null timestamps after nulls", func(w *Expected, o []OutputFacts) []OutputFacts {
+			o[1].TimestampNulls = 1
+			w.TimestampNulls = 3
+			return o
+		}, []string{"output chunk 2 has non-null timestamps after a chunk with null timestamps"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want, outs := goodOutputs()
+			outs = tc.mutate(&want, outs)
+			err := Check(want, outs)
+			var me *MismatchError
+			if !errors.As(err, &me) {
+				t.Fatalf("err = %v, want a *MismatchError", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "verification failed: ") {
+				t.Errorf("message %q lacks the prefix", msg)
+			}
+			for _, w := range tc.words {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q does not say %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func o3Read() string { return Digest{Rows: 3, Sum: 3}.String() }
