@@ -16,6 +16,7 @@ import (
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/compaction"
+	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/verify"
@@ -118,6 +119,9 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 	if err != nil {
 		return LeaseResult{}, classify(fmt.Sprintf("#%d", in.TopicID), err)
 	}
+	if err := faults.Hit(ctx, faults.LeaseAfter); err != nil {
+		return LeaseResult{}, err
+	}
 	if l.PreviousFreshPrefix != "" {
 		n, err := store.DeletePrefix(ctx, a.Bucket, l.PreviousFreshPrefix)
 		if err != nil {
@@ -148,6 +152,9 @@ func (a *Activities) leased(ctx context.Context, topicID int64) (catalog.Topic, 
 // never deletes a prefix the catalog references.
 func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResult, error) {
 	_, token := run(ctx)
+	if err := faults.Hit(ctx, faults.ReleaseBefore); err != nil {
+		return ReleaseResult{}, err
+	}
 	released, fresh, err := a.Catalog.ReleaseLease(ctx, in.TopicID, token)
 	if err != nil {
 		return ReleaseResult{}, err

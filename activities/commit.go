@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/verify"
 )
@@ -31,11 +32,17 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 			return res, classify(topic.Locator, err)
 		}
 	}
+	if err := faults.Hit(ctx, faults.CommitBeforeTx); err != nil {
+		return res, err
+	}
 	cr, err := a.Catalog.Commit(ctx, topic.ID, token, func(rec catalog.PlanRecord, staged []catalog.StagedChunk) error {
 		return a.verifyStaged(ctx, rec, staged, &res)
 	})
 	if err != nil {
 		return CommitResult{}, classify(topic.Locator, err)
+	}
+	if err := faults.Hit(ctx, faults.CommitAfterTx); err != nil {
+		return res, err // the switch is done; the retry finds it committed
 	}
 	res.AlreadyCommitted = cr.AlreadyCommitted
 	res.OldPrefix, res.NewPrefix = cr.OldPrefix, cr.NewPrefix

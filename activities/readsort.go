@@ -11,6 +11,7 @@ import (
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/compaction"
+	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
@@ -41,6 +42,9 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
+		return ReadSortResult{}, err
+	}
+	if err := faults.Hit(ctx, faults.ReadSortBeforeSave); err != nil {
 		return ReadSortResult{}, err
 	}
 	err = a.Catalog.SavePlan(ctx, catalog.PlanRecord{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/compaction"
+	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
@@ -62,11 +63,17 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 			continue
 		}
 		key := store.ChunkKey(lease.FreshPrefix, o.Ordinal)
+		if err := faults.Hit(ctx, faults.WriteChunksBeforeWrite); err != nil {
+			return res, err
+		}
 		out, err := compaction.WriteOutput(ctx, inputs, o, key, schema, func(rows int64) {
 			activity.RecordHeartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: rows})
 		})
 		if err != nil {
 			return res, classify(topic.Locator, err)
+		}
+		if err := faults.Hit(ctx, faults.WriteChunksAfterWrite); err != nil {
+			return res, err
 		}
 		st := out.Stats
 		err = a.Catalog.StageChunk(ctx, token, catalog.StagedChunk{
@@ -80,6 +87,9 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		})
 		if err != nil {
 			return res, classify(topic.Locator, err)
+		}
+		if err := faults.Hit(ctx, faults.WriteChunksAfterStage); err != nil {
+			return res, err
 		}
 		res.Chunks++
 		res.Rows += st.RowCount

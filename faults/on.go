@@ -1,0 +1,79 @@
+//go:build storeopt_faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Enabled is true in builds with the storeopt_faults tag.
+const Enabled = true
+
+type rule struct {
+	action string
+	left   int // hits that still act; < 0 = unlimited
+}
+
+var (
+	mu    sync.Mutex
+	rules map[string]*rule
+	spec  string
+)
+
+// load parses STOREOPT_FAULTS again whenever it changed, so in-process tests can set it.
+func load() {
+	cur := os.Getenv(EnvVar)
+	if rules != nil && cur == spec {
+		return
+	}
+	spec, rules = cur, map[string]*rule{}
+	for _, item := range strings.Split(cur, ";") {
+		point, action, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok {
+			continue
+		}
+		r := &rule{action: action, left: -1}
+		if a, n, ok := strings.Cut(action, "*"); ok {
+			r.action = a
+			if v, err := strconv.Atoi(n); err == nil {
+				r.left = v
+			}
+		}
+		rules[point] = r
+	}
+}
+
+// Hit acts on point as STOREOPT_FAULTS says: returns an error, blocks, or kills the process.
+func Hit(ctx context.Context, point string) error {
+	mu.Lock()
+	load()
+	r := rules[point]
+	if r == nil || r.left == 0 {
+		mu.Unlock()
+		return nil
+	}
+	if r.left > 0 {
+		r.left--
+	}
+	action := r.action
+	mu.Unlock()
+	switch action {
+	case "fail":
+		return fmt.Errorf("injected fault at %s", point)
+	case "hang":
+		<-ctx.Done()
+		return ctx.Err()
+	case "kill":
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	case "exit":
+		os.Exit(3)
+	}
+	return nil
+}
