@@ -63,7 +63,9 @@ func classify(locator string, err error) error {
 	default:
 		return fmt.Errorf("topic %s: %w", locator, err)
 	}
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("topic %s: %v", locator, err), errType, err)
+	// The message carries the whole cause; attaching the cause too would repeat it in every
+	// rendering of the error chain.
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("topic %s: %v", locator, err), errType, nil)
 }
 
 // EnqueueTopics rescans the catalog and queues every finalized topic that was never optimized.

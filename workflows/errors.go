@@ -35,7 +35,9 @@ func topicFailure(locator string, err error) error {
 	if errors.As(err, &se) {
 		step, err = se.step, se.err
 	}
-	msg := fmt.Sprintf("topic %s: %s: %s", locator, step, causeMessage(err))
+	// Activity errors name the topic themselves; say it once.
+	cause := strings.TrimPrefix(causeMessage(err), "topic "+locator+": ")
+	msg := fmt.Sprintf("topic %s: %s: %s", locator, step, cause)
 	return temporal.NewNonRetryableApplicationError(msg, ErrTypeTopicFailed, err)
 }
 

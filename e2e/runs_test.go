@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/ingest"
+	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/workflows"
+)
+
+// TestCorruptChunkFailsOnlyItsTopic replaces one chunk of a topic with a corrupt Parquet file
+// from ../shared/data/bad_data: that topic is reported with its locator and the chunk's error and
+// left exactly as it was (catalog, objects, no partial output, not queued), while the other
+// topics of the run are optimized.
+func TestCorruptChunkFailsOnlyItsTopic(t *testing.T) {
+	bad, err := os.ReadFile("../../shared/data/bad_data/ARROW-GH-41321.parquet")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("shared test data not found: %v", err)
+	}
+	e := newEnv(t)
+	ctx := context.Background()
+	opts, err := ingest.Preset("test", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := []snapshot{e.snapshot(t, ingested[0].TopicID), e.snapshot(t, ingested[2].TopicID)}
+	victim := ingested[1]
+	keys := chunkKeys(t, e.cat, victim.TopicID)
+	if err := e.b.WriteAll(ctx, keys[3], bad, nil); err != nil {
+		t.Fatal(err)
+	}
+	topicBefore, err := e.cat.Topic(ctx, victim.TopicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunksBefore, err := e.cat.Chunks(ctx, victim.TopicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objectsBefore := listKeys(t, e)
+
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 32 << 10})
+	if res.Optimized != 2 || res.Failed != 1 || len(res.Failures) != 1 {
+		t.Fatalf("run result %+v, want 2 optimized and 1 failed", res)
+	}
+	f := res.Failures[0]
+	if f.Locator != victim.Locator || !strings.Contains(f.Error, victim.Locator) || !strings.Contains(f.Error, keys[3]) {
+		t.Fatalf("failure %+v does not name topic %s and chunk %s", f, victim.Locator, keys[3])
+	}
+	t.Logf("reported: %s", f.Error)
+	for _, s := range good {
+		e.checkOptimized(t, s, 32<<10)
+	}
+	topicAfter, err := e.cat.Topic(ctx, victim.TopicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunksAfter, err := e.cat.Chunks(ctx, victim.TopicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topicAfter.DataPrefix != topicBefore.DataPrefix || topicAfter.OptimizedAt != nil ||
+		topicAfter.ChunkSetVersion != topicBefore.ChunkSetVersion || len(chunksAfter) != len(chunksBefore) {
+		t.Fatalf("failed topic changed in the catalog: %+v -> %+v", topicBefore, topicAfter)
+	}
+	for i := range chunksBefore {
+		if chunksBefore[i].ID != chunksAfter[i].ID || chunksBefore[i].ObjectKey != chunksAfter[i].ObjectKey {
+			t.Fatalf("failed topic's chunk %d changed", i)
+		}
+	}
+	// The only new objects belong to the optimized topics' new prefixes.
+	newPrefixes := map[string]bool{}
+	for _, s := range good {
+		tp, _ := e.cat.Topic(ctx, s.id)
+		newPrefixes[tp.DataPrefix] = true
+	}
+	for k := range listKeys(t, e) {
+		if objectsBefore[k] {
+			continue
+		}
+		p, _, _ := strings.Cut(k, "/")
+		if !newPrefixes[p] {
+			t.Errorf("object %s left behind by the failed optimization", k)
+		}
+	}
+	for k := range objectsBefore {
+		if ok, _ := e.b.Exists(ctx, k); !ok {
+			t.Errorf("object %s deleted", k)
+		}
+	}
+	e.queueEmpty(t)
+}
+
+func listKeys(t *testing.T, e *env) map[string]bool {
+	t.Helper()
+	keys := map[string]bool{}
+	it := e.b.List(nil)
+	for {
+		obj, err := it.Next(context.Background())
+		if err != nil {
+			break
+		}
+		keys[obj.Key] = true
+	}
+	return keys
+}
+
+// TestConcurrentRunsOptimizeEachTopicOnce starts two runs at the same moment on two workers:
+// every topic is optimized exactly once (one optimization record), the other run skips it.
+func TestConcurrentRunsOptimizeEachTopicOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	opts, err := ingest.Preset("test", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		opts.Sequence = "concurrent_" + string(rune('a'+i))
+		if _, err := ingest.Ingest(ctx, e.cat, e.b, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	var wg sync.WaitGroup
+	results := make([]workflows.StoreOptimizerResult, 2)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 32 << 10, MaxConcurrentTopics: 2})
+		}()
+	}
+	wg.Wait()
+	topics, err := e.cat.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	optimized := results[0].Optimized + results[1].Optimized
+	if optimized != len(topics) || results[0].Failed+results[1].Failed != 0 {
+		t.Fatalf("runs %+v and %+v: %d optimized in all, want %d", results[0], results[1], optimized, len(topics))
+	}
+	t.Logf("run 1: %d optimized, %d skipped; run 2: %d optimized, %d skipped",
+		results[0].Optimized, results[0].Skipped, results[1].Optimized, results[1].Skipped)
+	for _, tp := range topics {
+		recs, err := e.cat.Optimizations(ctx, tp.ID)
+		if err != nil || len(recs) != 1 {
+			t.Errorf("topic %s: %d optimizations (err %v), want exactly 1", tp.Locator, len(recs), err)
+		}
+		checkPrefixChunks(t, e, tp)
+	}
+	e.queueEmpty(t)
+}
+
+// checkPrefixChunks checks that a topic's catalog chunks are exactly the data objects of its
+// prefix: no duplicate output of a second optimization.
+func checkPrefixChunks(t *testing.T, e *env, tp catalog.Topic) {
+	t.Helper()
+	tp, err := e.cat.Topic(context.Background(), tp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, k := range chunkKeys(t, e.cat, tp.ID) {
+		want[k] = true
+	}
+	got := 0
+	for k := range listKeys(t, e) {
+		if strings.HasPrefix(k, tp.DataPrefix+"/data/") {
+			got++
+			if !want[k] {
+				t.Errorf("topic %s: object %s is not in the catalog", tp.Locator, k)
+			}
+		}
+	}
+	if got != len(want) {
+		t.Errorf("topic %s: %d objects under %s/data/, catalog has %d chunks", tp.Locator, got, tp.DataPrefix, len(want))
+	}
+}
