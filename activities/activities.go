@@ -10,7 +10,6 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"gocloud.dev/blob"
 
@@ -32,12 +31,6 @@ type Activities struct {
 }
 
 func (a *Activities) mem() memory.Allocator { return memory.DefaultAllocator }
-
-// run identifies the calling workflow run: lease owner and fencing token.
-func run(ctx context.Context) (owner, token string) {
-	we := activity.GetInfo(ctx).WorkflowExecution
-	return we.ID, we.RunID
-}
 
 // classify turns err into the error an activity returns: input faults, verification mismatches,
 // lost leases, changed chunk sets and unknown topics are non-retryable application errors whose
@@ -78,7 +71,7 @@ func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (
 	if err != nil {
 		return EnqueueTopicsResult{}, err
 	}
-	activity.GetLogger(ctx).Info("Topics queued", "added", added, "queued", queued)
+	logger(ctx).Info("Topics queued", "added", added, "queued", queued)
 	return EnqueueTopicsResult{Added: added, Queued: queued}, nil
 }
 
@@ -129,7 +122,7 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 		if err != nil {
 			return LeaseResult{}, classify(l.Locator, err)
 		}
-		activity.GetLogger(ctx).Info("Deleted partial output of an earlier run", "topic", l.Locator,
+		logger(ctx).Info("Deleted partial output of an earlier run", "topic", l.Locator,
 			"prefix", l.PreviousFreshPrefix, "objects", n)
 	}
 	return LeaseResult{Locator: l.Locator, OldPrefix: l.OldPrefix, FreshPrefix: l.FreshPrefix}, nil
@@ -167,7 +160,7 @@ func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResul
 			return res, err
 		}
 	}
-	activity.GetLogger(ctx).Info("Lease released", "topicID", in.TopicID, "released", released,
+	logger(ctx).Info("Lease released", "topicID", in.TopicID, "released", released,
 		"deletedObjects", res.DeletedObjects, "reason", in.Reason)
 	return res, nil
 }

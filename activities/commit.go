@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"go.temporal.io/sdk/activity"
-
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/store"
@@ -47,7 +45,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 	res.AlreadyCommitted = cr.AlreadyCommitted
 	res.OldPrefix, res.NewPrefix = cr.OldPrefix, cr.NewPrefix
 	res.InputChunks, res.OutputChunks = cr.InputChunks, cr.OutputChunks
-	activity.GetLogger(ctx).Info("Topic switched", "topic", topic.Locator, "oldPrefix", res.OldPrefix,
+	logger(ctx).Info("Topic switched", "topic", topic.Locator, "oldPrefix", res.OldPrefix,
 		"newPrefix", res.NewPrefix, "inputChunks", res.InputChunks, "outputChunks", res.OutputChunks,
 		"alreadyCommitted", res.AlreadyCommitted)
 	return res, nil

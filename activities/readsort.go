@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"go.temporal.io/sdk/activity"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/catalog"
@@ -59,7 +58,7 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 	for _, i := range p.Inputs {
 		res.InputBytes += i.SizeBytes
 	}
-	activity.GetLogger(ctx).Info("Plan stored", "topic", topic.Locator, "inputs", res.InputChunks,
+	logger(ctx).Info("Plan stored", "topic", topic.Locator, "inputs", res.InputChunks,
 		"rows", res.InputRows, "outputs", res.OutputChunks, "groups", res.Groups)
 	return res, nil
 }
@@ -100,7 +99,7 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 					Err: fmt.Errorf("file has %d rows, catalog says %d", s.Rows, c.RowCount)}
 			}
 			scans[i] = s
-			activity.RecordHeartbeat(ctx, done.Add(1))
+			heartbeat(ctx, done.Add(1))
 			return nil
 		})
 	}

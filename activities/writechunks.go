@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"go.temporal.io/sdk/activity"
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/compaction"
@@ -67,7 +66,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 			return res, err
 		}
 		out, err := compaction.WriteOutput(ctx, inputs, o, key, schema, func(rows int64) {
-			activity.RecordHeartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: rows})
+			heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: rows})
 		})
 		if err != nil {
 			return res, classify(topic.Locator, err)
@@ -94,9 +93,9 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		res.Chunks++
 		res.Rows += st.RowCount
 		res.Bytes += out.SizeBytes
-		activity.RecordHeartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: st.RowCount})
+		heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: st.RowCount})
 	}
-	activity.GetLogger(ctx).Info("Output group written", "topic", topic.Locator, "group", in.Group,
+	logger(ctx).Info("Output group written", "topic", topic.Locator, "group", in.Group,
 		"chunks", res.Chunks, "rows", res.Rows, "bytes", res.Bytes)
 	return res, nil
 }
