@@ -1,0 +1,529 @@
+package parquetio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/storeopt/storeopt/verify"
+)
+
+const sharedData = "/work/shared/data"
+
+func md(kv ...string) arrow.Metadata {
+	var keys, vals []string
+	for i := 0; i < len(kv); i += 2 {
+		keys, vals = append(keys, kv[i]), append(vals, kv[i+1])
+	}
+	return arrow.NewMetadata(keys, vals)
+}
+
+// topicSchema has schema metadata, field metadata whose keys are not in sorted order, and a list
+// whose element field carries metadata of its own. The element is named "element", as Parquet
+// names it (see TestListElementNameIsNormalized for "item").
+func topicSchema() *arrow.Schema {
+	elem := arrow.Field{Name: "element", Type: arrow.PrimitiveTypes.Float32, Nullable: true, Metadata: md("unit", "m/s²", "axis", "xyz")}
+	schemaMD := md("mosaico:topic", "run_7/imu", "format", "imu-v2", "a_key", "first? no: stored order")
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true, Metadata: md("unit", "ns", "epoch", "unix")},
+		{Name: "seq", Type: arrow.PrimitiveTypes.Int64, Metadata: md("z", "last", "a", "first")},
+		{Name: "label", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "frame", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean},
+		{Name: "accel", Type: arrow.ListOfField(elem), Nullable: true},
+	}, &schemaMD)
+}
+
+// rows builds n rows of topicSchema; row i has timestamp i*10 (every 7th null).
+func rows(t testing.TB, schema *arrow.Schema, from, n int) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := from; i < from+n; i++ {
+		if i%7 == 3 {
+			b.Field(0).AppendNull()
+		} else {
+			b.Field(0).(*array.Int64Builder).Append(int64(i) * 10)
+		}
+		b.Field(1).(*array.Int64Builder).Append(int64(i))
+		if i%5 == 0 {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("label-%d", i%13))
+		}
+		b.Field(3).(*array.BinaryBuilder).Append([]byte{byte(i), byte(i >> 8), byte(i >> 16)})
+		b.Field(4).(*array.BooleanBuilder).Append(i%3 == 0)
+		lb := b.Field(5).(*array.ListBuilder)
+		if i%11 == 0 {
+			lb.AppendNull()
+		} else {
+			lb.Append(true)
+			vb := lb.ValueBuilder().(*array.Float32Builder)
+			for j := range i % 4 {
+				vb.Append(float32(i) + float32(j)/4)
+			}
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// write writes the rows [0, n) of topicSchema, handed to the writer in batches of the given sizes
+// (cycled), and returns the file bytes.
+func write(t testing.TB, schema *arrow.Schema, n int, splits []int, opts WriterOptions) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, schema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off, i := 0, 0; off < n; i++ {
+		k := min(splits[i%len(splits)], n-off)
+		rec := rows(t, schema, off, k)
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		off += k
+	}
+	if w.Rows() != int64(n) {
+		t.Fatalf("Rows() = %d, want %d", w.Rows(), n)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// readAll opens data and reads its timestamps and every batch; it returns the chunk's facts, the
+// digest of all rows and the first error met.
+func readAll(data []byte, batchRows int64) (c *Chunk, d verify.Digest, err error) {
+	c, err = Open(bytes.NewReader(data), nil)
+	if err != nil {
+		return nil, d, err
+	}
+	defer c.Close()
+	ts, err := c.Timestamps(context.Background())
+	if err != nil {
+		return c, d, err
+	}
+	n := ts.Len()
+	ts.Release()
+	if int64(n) != c.NumRows {
+		return c, d, fmt.Errorf("%d timestamps for %d rows", n, c.NumRows)
+	}
+	br, err := c.Batches(context.Background(), batchRows)
+	if err != nil {
+		return c, d, err
+	}
+	defer br.Release()
+	var h verify.Hasher
+	for rec := br.Next(); rec != nil; rec = br.Next() {
+		if rec.Schema() != c.Schema {
+			return c, d, errors.New("batch does not carry the chunk's schema")
+		}
+		h.AddRows(&d, rec, 0, rec.NumRows())
+	}
+	return c, d, br.Err()
+}
+
+func TestRoundTripKeepsSchemaVerbatim(t *testing.T) {
+	schema := topicSchema()
+	const n = 3000
+	data := write(t, schema, n, []int{1000}, WriterOptions{RowGroupRows: 700})
+	c, got, err := readAll(data, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := FirstDifference(schema, c.Schema); d != "" {
+		t.Fatalf("schema not verbatim: %s", d)
+	}
+	if Fingerprint(c.Schema) != Fingerprint(schema) {
+		t.Fatalf("fingerprints differ:\n%s\n%s", Fingerprint(c.Schema), Fingerprint(schema))
+	}
+	// The list element's field metadata survives (read from ARROW:schema, not FileReader.Schema).
+	elem := c.Schema.Field(5).Type.(*arrow.ListType).ElemField()
+	if v, ok := elem.Metadata.GetValue("unit"); !ok || v != "m/s²" {
+		t.Fatalf("list element metadata lost: %v", elem.Metadata)
+	}
+	if c.NumRows != n || c.TimestampField != 0 || c.TimestampLeaf != 0 || c.NumRowGroups() != 5 || c.FooterBytes <= 0 {
+		t.Fatalf("rows %d ts field %d leaf %d row groups %d footer %d", c.NumRows, c.TimestampField, c.TimestampLeaf, c.NumRowGroups(), c.FooterBytes)
+	}
+	var h verify.Hasher
+	all := rows(t, schema, 0, n)
+	defer all.Release()
+	if want := h.Record(all); got != want {
+		t.Fatalf("rows read back: digest %s, want %s", got, want)
+	}
+	// A second file of other rows with the same schema has the same SchemaID.
+	c2, _, err := readAll(write(t, schema, 10, []int{10}, WriterOptions{}), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.SchemaID != c.SchemaID || c.SchemaID == "" {
+		t.Fatalf("SchemaIDs differ for one schema")
+	}
+	// ... and a schema that differs only in one metadata value does not.
+	other := arrow.NewSchema(schema.Fields(), ptr(md("mosaico:topic", "run_7/imu", "format", "imu-v3", "a_key", "first? no: stored order")))
+	c3, _, err := readAll(write(t, other, 10, []int{10}, WriterOptions{}), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c3.SchemaID == c.SchemaID {
+		t.Fatalf("SchemaID ignores schema metadata")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Limit of arrow-go v18.8.0 (pqarrow.NewFileWriter, normalizeSchemaForParquet): with
+// WithStoreSchema the stored ARROW:schema always names list elements "element", whatever the
+// Arrow schema says. A list built with arrow.ListOf ("item") therefore does not come back
+// verbatim: its element's name changes, its metadata is kept. Chunks written by pqarrow (the
+// ingestion service, storeopt itself) already say "element", so they round-trip; a topic whose
+// chunks were written by a tool that stores "item" would fail the written-schema check.
+func TestListElementNameIsNormalized(t *testing.T) {
+	fields := topicSchema().Fields()
+	elem := fields[5].Type.(*arrow.ListType).ElemField()
+	elem.Name = "item"
+	fields[5].Type = arrow.ListOfField(elem)
+	schema := arrow.NewSchema(fields, nil)
+	c, _, err := readAll(write(t, schema, 20, []int{20}, WriterOptions{}), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Schema.Field(5).Type.(*arrow.ListType).ElemField()
+	if got.Name != "element" || !got.Metadata.Equal(elem.Metadata) {
+		t.Fatalf("list element read back as %q %v; this test documents the rename to \"element\" — if arrow-go stopped renaming, update the limit note", got.Name, got.Metadata)
+	}
+	if d := FirstDifference(schema, c.Schema); !strings.Contains(d, "field 5 differs") {
+		t.Fatalf("FirstDifference does not report the renamed element: %q", d)
+	}
+}
+
+// The timestamp column need not be the first one: TimestampField and TimestampLeaf follow it
+// past a nested column.
+func TestTimestampAfterNestedColumn(t *testing.T) {
+	fields := topicSchema().Fields()
+	fields[0], fields[5] = fields[5], fields[0]
+	schema := arrow.NewSchema(fields, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := range 5 {
+		b.Field(0).(*array.ListBuilder).Append(true)
+		b.Field(0).(*array.ListBuilder).ValueBuilder().(*array.Float32Builder).AppendValues([]float32{1, 2}, nil)
+		b.Field(1).(*array.Int64Builder).Append(int64(i))
+		b.Field(2).(*array.StringBuilder).Append("x")
+		b.Field(3).(*array.BinaryBuilder).Append(nil)
+		b.Field(4).(*array.BooleanBuilder).Append(true)
+		b.Field(5).(*array.Int64Builder).Append(int64(100 - i))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, schema, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(bytes.NewReader(buf.Bytes()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.TimestampField != 5 || c.TimestampLeaf != 5 {
+		t.Fatalf("timestamp field %d leaf %d, want 5 and 5 (the list has one leaf)", c.TimestampField, c.TimestampLeaf)
+	}
+	ts, err := c.Timestamps(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Release()
+	if ts.Len() != 5 || ts.Value(0) != 100 || ts.Value(4) != 96 {
+		t.Fatalf("timestamps %v", ts)
+	}
+}
+
+// The same rows fed in different batch splits give byte-identical files.
+func TestWriterDeterministic(t *testing.T) {
+	schema := topicSchema()
+	const n = 120_000 // several data pages per column chunk
+	opts := WriterOptions{RowGroupRows: 50_000}
+	want := write(t, schema, n, []int{n}, opts)
+	for _, splits := range [][]int{{1000}, {7, 50_000, 3}, {49_999, 2}, {65_536}} {
+		if got := write(t, schema, n, splits, opts); !bytes.Equal(got, want) {
+			t.Errorf("splits %v: %d bytes differ from the single-batch file (%d bytes)", splits, len(got), len(want))
+		}
+	}
+	c, err := Open(bytes.NewReader(want), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.NumRowGroups() != 3 {
+		t.Errorf("%d row groups, want 3 of at most 50000 rows", c.NumRowGroups())
+	}
+}
+
+func TestNewWriterRequiresTimestamp(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	if _, err := NewWriter(&bytes.Buffer{}, schema, WriterOptions{}); err == nil || !strings.Contains(err.Error(), TimestampColumn) {
+		t.Fatalf("schema without timestamp_ns: %v", err)
+	}
+}
+
+// writePlain writes a file with plain pqarrow (no storeopt Writer), optionally without the
+// ARROW:schema entry.
+func writePlain(t *testing.T, schema *arrow.Schema, cols []arrow.Array, storeSchema bool) []byte {
+	t.Helper()
+	rec := array.NewRecordBatch(schema, cols, int64(cols[0].Len()))
+	defer rec.Release()
+	var buf bytes.Buffer
+	var aprops []pqarrow.WriterOption
+	if storeSchema {
+		aprops = append(aprops, pqarrow.WithStoreSchema())
+	}
+	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(aprops...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func int64s(vals ...int64) arrow.Array {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(vals, nil)
+	return b.NewArray()
+}
+
+// A file written without ARROW:schema keeps its footer key-value pairs as schema metadata.
+func TestOpenWithoutStoredSchema(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64}}, ptr(md("topic", "run_1/gps")))
+	c, err := Open(bytes.NewReader(writePlain(t, schema, []arrow.Array{int64s(3, 1, 2)}, false)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if v, ok := c.Schema.Metadata().GetValue("topic"); !ok || v != "run_1/gps" {
+		t.Fatalf("schema metadata %v, want topic=run_1/gps", c.Schema.Metadata())
+	}
+	if c.SchemaID != Fingerprint(c.Schema) {
+		t.Fatalf("SchemaID is not the fingerprint")
+	}
+}
+
+func assertInputError(t *testing.T, what string, err error, says string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: accepted", what)
+		return
+	}
+	if !IsInputError(err) {
+		t.Errorf("%s: %v is not an *InputError", what, err)
+	}
+	if says != "" && !strings.Contains(err.Error(), says) {
+		t.Errorf("%s: %q does not say %q", what, err, says)
+	}
+}
+
+func TestOpenRefusesBadInput(t *testing.T) {
+	good := write(t, topicSchema(), 200, []int{200}, WriterOptions{})
+	_, err := Open(bytes.NewReader([]byte("PAR1 this is not a parquet file, just text PAR1")), nil)
+	assertInputError(t, "not Parquet", err, "not a readable Parquet file")
+	_, err = Open(bytes.NewReader(nil), nil)
+	assertInputError(t, "empty file", err, "not a readable Parquet file")
+	for _, cut := range []int{len(good) - 1, len(good) - 8, len(good) / 2, 12, 4} {
+		_, err := Open(bytes.NewReader(good[:cut]), nil)
+		assertInputError(t, fmt.Sprintf("truncated to %d of %d bytes", cut, len(good)), err, "")
+	}
+
+	noTs := arrow.NewSchema([]arrow.Field{{Name: "time", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	_, err = Open(bytes.NewReader(writePlain(t, noTs, []arrow.Array{int64s(1)}, true)), nil)
+	assertInputError(t, "no timestamp_ns", err, `no column "timestamp_ns" (type int64 required)`)
+
+	wrongTypes := map[string]arrow.Array{}
+	{
+		b := array.NewInt32Builder(memory.DefaultAllocator)
+		b.Append(1)
+		wrongTypes["int32"] = b.NewArray()
+		b.Release()
+		sb := array.NewStringBuilder(memory.DefaultAllocator)
+		sb.Append("1")
+		wrongTypes["utf8"] = sb.NewArray()
+		sb.Release()
+		tb := array.NewTimestampBuilder(memory.DefaultAllocator, &arrow.TimestampType{Unit: arrow.Nanosecond})
+		tb.Append(1)
+		wrongTypes["timestamp[ns]"] = tb.NewArray()
+		tb.Release()
+	}
+	for name, col := range wrongTypes {
+		sc := arrow.NewSchema([]arrow.Field{{Name: "timestamp_ns", Type: col.DataType()}}, nil)
+		_, err := Open(bytes.NewReader(writePlain(t, sc, []arrow.Array{col}, true)), nil)
+		assertInputError(t, "timestamp_ns of type "+name, err, "int64 required")
+		col.Release()
+	}
+	dup := arrow.NewSchema([]arrow.Field{{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64}, {Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	_, err = Open(bytes.NewReader(writePlain(t, dup, []arrow.Array{int64s(1), int64s(2)}, true)), nil)
+	assertInputError(t, "two timestamp_ns columns", err, "appears 2 times")
+}
+
+// Corrupting bytes of a valid chunk anywhere gives an error or a successful read, never a panic,
+// whether it breaks the footer, a page header or page data.
+func TestCorruptChunksNeverPanic(t *testing.T) {
+	good := write(t, topicSchema(), 2000, []int{2000}, WriterOptions{RowGroupRows: 500})
+	r := rand.New(rand.NewPCG(8, 9))
+	failures := 0
+	for range 150 {
+		data := bytes.Clone(good)
+		for range 1 + r.IntN(4) {
+			data[r.IntN(len(data))] ^= byte(1 + r.IntN(255))
+		}
+		_, _, err := readAll(data, 300)
+		if err != nil {
+			failures++
+			if !IsInputError(err) {
+				t.Errorf("corrupt chunk: %v is not an *InputError", err)
+			}
+		}
+	}
+	if failures == 0 {
+		t.Fatalf("no corruption was noticed: the test does not test anything")
+	}
+}
+
+func TestBadDataFilesAreRefused(t *testing.T) {
+	dir := filepath.Join(sharedData, "bad_data")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if len(files) == 0 {
+		t.Skipf("no files in %s", dir)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = readAll(data, 100)
+		if err == nil {
+			t.Errorf("%s: read without error", filepath.Base(f))
+			continue
+		}
+		if !IsInputError(err) {
+			t.Errorf("%s: %v is not an *InputError", filepath.Base(f), err)
+		}
+		t.Logf("%s: %v", filepath.Base(f), err)
+		// Open refuses them for the missing timestamp column before any page is read; read their
+		// rows anyway through the chunk's batch reader, which must fail or succeed, not panic.
+		if err := readRowsUnchecked(data); err != nil && !IsInputError(err) {
+			t.Errorf("%s: reading rows: %v is not an *InputError", filepath.Base(f), err)
+		} else {
+			t.Logf("%s: reading rows: %v", filepath.Base(f), err)
+		}
+	}
+}
+
+// readRowsUnchecked opens data as Open does but without requiring timestamp_ns, and reads all
+// its rows with Batches.
+func readRowsUnchecked(data []byte) (err error) {
+	defer guard(&err, "test open")
+	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(readerProperties(memory.DefaultAllocator)))
+	if err != nil {
+		return &InputError{Err: err}
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return &InputError{Err: err}
+	}
+	c := &Chunk{pf: pf, fr: fr, NumRows: pf.NumRows()}
+	if err := c.loadSchema(memory.DefaultAllocator); err != nil {
+		// The stored schema disagrees with the data: read with the Parquet-derived schema.
+		if c.Schema, err = fr.Schema(); err != nil {
+			return &InputError{Err: err}
+		}
+	}
+	br, err := c.Batches(context.Background(), 64)
+	if err != nil {
+		return err
+	}
+	defer br.Release()
+	for br.Next() != nil {
+	}
+	return br.Err()
+}
+
+// Valid files of other tools without timestamp_ns are refused with the clear message, never a
+// panic. Two files cannot even be mapped to Arrow; they are refused with the mapping error.
+func TestParquetTestingFilesWithoutTimestamp(t *testing.T) {
+	unmappable := map[string]string{
+		"incorrect_map_schema.parquet": "MAP keys must be required",
+		"unknown-logical-type.parquet": "invalid logical type",
+	}
+	dir := filepath.Join(sharedData, "parquet-testing")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if len(files) == 0 {
+		t.Skipf("no files in %s", dir)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(bytes.NewReader(data), nil)
+		says, ok := unmappable[filepath.Base(f)]
+		if !ok {
+			says = `no column "timestamp_ns" (type int64 required)`
+		}
+		assertInputError(t, filepath.Base(f), err, says)
+	}
+}
+
+func TestFirstDifference(t *testing.T) {
+	base := topicSchema()
+	if d := FirstDifference(base, topicSchema()); d != "" {
+		t.Fatalf("equal schemas differ: %s", d)
+	}
+	fields := base.Fields()
+	reordered := arrow.NewSchema(fields, ptr(md("format", "imu-v2", "mosaico:topic", "run_7/imu", "a_key", "first? no: stored order")))
+	if d := FirstDifference(base, reordered); !strings.Contains(d, "schema metadata differs") {
+		t.Errorf("reordered schema metadata keys: %q", d)
+	}
+	elem := fields[5].Type.(*arrow.ListType).ElemField()
+	elem.Metadata = md("unit", "m/s", "axis", "xyz")
+	changed := append([]arrow.Field(nil), fields...)
+	changed[5].Type = arrow.ListOfField(elem)
+	if d := FirstDifference(base, arrow.NewSchema(changed, ptr(base.Metadata()))); !strings.Contains(d, "field 5 differs") || !strings.Contains(d, "m/s²") {
+		t.Errorf("list element metadata: %q", d)
+	}
+	if d := FirstDifference(base, arrow.NewSchema(fields[:5], ptr(base.Metadata()))); d != "6 fields vs 5" {
+		t.Errorf("field count: %q", d)
+	}
+	nullable := append([]arrow.Field(nil), fields...)
+	nullable[1].Nullable = true
+	if d := FirstDifference(base, arrow.NewSchema(nullable, ptr(base.Metadata()))); !strings.Contains(d, "field 1 differs") {
+		t.Errorf("nullability: %q", d)
+	}
+}
