@@ -1,0 +1,368 @@
+package compaction
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/storeopt/storeopt/parquetio"
+	"github.com/storeopt/storeopt/plan"
+	"github.com/storeopt/storeopt/store"
+	"github.com/storeopt/storeopt/verify"
+)
+
+const prefix = "tp_01J9Z8Y7X6W5V4T3S2R1Q0P9N8"
+
+// Every row carries its identity (input, stored row) so output rows can be traced to inputs.
+func testSchema() *arrow.Schema {
+	md := arrow.NewMetadata([]string{"topic", "format"}, []string{"run_7/imu", "imu-v2"})
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "input", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true,
+			Metadata: arrow.NewMetadata([]string{"unit"}, []string{"ns"})},
+		{Name: "row", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "payload", Type: arrow.BinaryTypes.String},
+	}, &md)
+}
+
+// N stands for a null timestamp.
+const N = -1 << 62
+
+func chunkRecord(schema *arrow.Schema, input int, ts []int64) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for r, v := range ts {
+		b.Field(0).(*array.Int64Builder).Append(int64(input))
+		if v == N {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.Int64Builder).Append(v)
+		}
+		b.Field(2).(*array.Int64Builder).Append(int64(r))
+		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("in%d/row%d", input, r))
+	}
+	return b.NewRecordBatch()
+}
+
+// putChunk writes input's rows (timestamps ts, in stored order) as a chunk at key.
+func putChunk(t *testing.T, b *blob.Bucket, key string, input int, ts []int64) {
+	t.Helper()
+	rec := chunkRecord(testSchema(), input, ts)
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := parquetio.NewWriter(&buf, testSchema(), parquetio.WriterOptions{RowGroupRows: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteAll(context.Background(), key, buf.Bytes(), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func k(ts int64, input int, row int64) plan.Key {
+	if ts == N {
+		return plan.Key{Null: true, Input: input, Row: row}
+	}
+	return plan.Key{Ts: ts, Input: input, Row: row}
+}
+
+func TestScanChunk(t *testing.T) {
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	tests := []struct {
+		name         string
+		ts           []int64
+		step         int64
+		sorted       bool
+		first, last  plan.Key
+		nulls        int64
+		minTs, maxTs *int64
+		samples      []plan.Sample
+	}{
+		{
+			name: "sorted with ties", ts: []int64{1, 2, 2, 5}, step: 2, sorted: true,
+			first: k(1, 3, 0), last: k(5, 3, 3), minTs: ptr(int64(1)), maxTs: ptr(int64(5)),
+			samples: []plan.Sample{{Key: k(1, 3, 0), Rows: 2}, {Key: k(2, 3, 2), Rows: 2}},
+		},
+		{
+			name: "unsorted with a null, ties keep stored order", ts: []int64{5, 1, N, 3, 1}, step: 2, sorted: false,
+			first: k(1, 3, 1), last: k(N, 3, 2), nulls: 1, minTs: ptr(int64(1)), maxTs: ptr(int64(5)),
+			samples: []plan.Sample{{Key: k(1, 3, 1), Rows: 2}, {Key: k(3, 3, 3), Rows: 2}, {Key: k(N, 3, 2), Rows: 1}},
+		},
+		{
+			name: "sorted with trailing nulls", ts: []int64{-7, 2, N, N}, step: 1, sorted: true,
+			first: k(-7, 3, 0), last: k(N, 3, 3), nulls: 2, minTs: ptr(int64(-7)), maxTs: ptr(int64(2)),
+			samples: []plan.Sample{{Key: k(-7, 3, 0), Rows: 1}, {Key: k(2, 3, 1), Rows: 1}, {Key: k(N, 3, 2), Rows: 1}, {Key: k(N, 3, 3), Rows: 1}},
+		},
+		{
+			name: "null before a value is unsorted", ts: []int64{N, 4}, step: 0, sorted: false,
+			first: k(4, 3, 1), last: k(N, 3, 0), nulls: 1, minTs: ptr(int64(4)), maxTs: ptr(int64(4)),
+			samples: []plan.Sample{{Key: k(4, 3, 1), Rows: 1}, {Key: k(N, 3, 0), Rows: 1}},
+		},
+		{
+			name: "all null", ts: []int64{N, N, N}, step: 5, sorted: true,
+			first: k(N, 3, 0), last: k(N, 3, 2), nulls: 3,
+			samples: []plan.Sample{{Key: k(N, 3, 0), Rows: 3}},
+		},
+		{name: "no rows", ts: nil, step: 3, sorted: true},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			key := store.ChunkKey(prefix, i)
+			putChunk(t, b, key, 3, tc.ts)
+			s, err := ScanChunk(ctx, b, key, 3, tc.step, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("rows=%d sorted=%t first=%s last=%s nulls=%d min=%s max=%s samples=%v",
+				s.Rows, s.Sorted, s.First, s.Last, s.Nulls, str(s.MinTs), str(s.MaxTs), s.Samples)
+			want := fmt.Sprintf("rows=%d sorted=%t first=%s last=%s nulls=%d min=%s max=%s samples=%v",
+				len(tc.ts), tc.sorted, tc.first, tc.last, tc.nulls, str(tc.minTs), str(tc.maxTs), tc.samples)
+			if got != want {
+				t.Errorf("scan of %v:\n got %s\nwant %s", tc.ts, got, want)
+			}
+			if parquetio.FirstDifference(testSchema(), s.Schema) != "" || s.SchemaID == "" || s.FooterBytes <= 0 {
+				t.Errorf("schema %v id %q footer %d", s.Schema, s.SchemaID, s.FooterBytes)
+			}
+		})
+	}
+}
+
+func str(p *int64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestScanChunkFaults(t *testing.T) {
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	missing := store.ChunkKey(prefix, 7)
+	_, err := ScanChunk(ctx, b, missing, 0, 1, nil)
+	var ce *ChunkError
+	if !errors.As(err, &ce) || ce.Key != missing || !strings.Contains(err.Error(), missing) || !IsInputFault(err) {
+		t.Errorf("missing chunk: %v, want a *ChunkError naming %s", err, missing)
+	}
+	garbage := store.ChunkKey(prefix, 8)
+	if err := b.WriteAll(ctx, garbage, []byte("not parquet at all"), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ScanChunk(ctx, b, garbage, 0, 1, nil)
+	if !errors.As(err, &ce) || ce.Key != garbage || !IsInputFault(err) || !strings.Contains(err.Error(), "not a readable Parquet file") {
+		t.Errorf("garbage chunk: %v", err)
+	}
+}
+
+// topic is a set of input chunks in the bucket with their scans and every row's key.
+type topic struct {
+	bucket *blob.Bucket
+	inputs []plan.Input
+	scans  []Scan
+	keys   []plan.Key
+}
+
+func newTopic(t *testing.T, chunks [][]int64) *topic {
+	t.Helper()
+	ctx := context.Background()
+	tp := &topic{bucket: memblob.OpenBucket(nil)}
+	t.Cleanup(func() { tp.bucket.Close() })
+	var totals plan.Totals
+	for j, ts := range chunks {
+		key := store.ChunkKey(prefix, j)
+		putChunk(t, tp.bucket, key, j, ts)
+		s, err := ScanChunk(ctx, tp.bucket, key, j, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs, err := tp.bucket.Attributes(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp.scans = append(tp.scans, s)
+		tp.inputs = append(tp.inputs, plan.Input{
+			ChunkID: int64(j), ObjectKey: key, Rows: s.Rows, SizeBytes: attrs.Size, FooterBytes: s.FooterBytes,
+			ArrowBytes: s.Rows << 20, // 1 MiB a row: 16-row batches, so the collector concatenates
+			Sorted:     s.Sorted, First: s.First, Last: s.Last,
+		})
+		for r, v := range ts {
+			tp.keys = append(tp.keys, k(v, j, int64(r)))
+		}
+		totals.Rows += s.Rows
+	}
+	slices.SortFunc(tp.keys, plan.Key.Compare)
+	return tp
+}
+
+func (tp *topic) plan(t *testing.T, maxBytes int64) *plan.Plan {
+	t.Helper()
+	samples := make([][]plan.Sample, len(tp.scans))
+	for j, s := range tp.scans {
+		samples[j] = s.Samples
+	}
+	p, err := plan.Compute(tp.inputs, samples, plan.Totals{}, plan.Options{MaxChunkSizeBytes: maxBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SchemaID = tp.scans[0].SchemaID
+	return p
+}
+
+// readOutput returns the keys of the rows of the chunk at key, in stored order, and its schema.
+func readOutput(t *testing.T, b *blob.Bucket, key string) ([]plan.Key, *arrow.Schema, verify.Digest) {
+	t.Helper()
+	obj, err := store.OpenObject(context.Background(), b, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parquetio.Open(obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br, err := c.Batches(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Release()
+	var keys []plan.Key
+	var d verify.Digest
+	var h verify.Hasher
+	for rec := br.Next(); rec != nil; rec = br.Next() {
+		h.AddRows(&d, rec, 0, rec.NumRows())
+		in, ts, row := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
+		for i := range int(rec.NumRows()) {
+			v := int64(N)
+			if !ts.IsNull(i) {
+				v = ts.Value(i)
+			}
+			keys = append(keys, k(v, int(in.Value(i)), row.Value(i)))
+		}
+	}
+	if err := br.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return keys, c.Schema, d
+}
+
+func TestWriteOutput(t *testing.T) {
+	ctx := context.Background()
+	chunks := [][]int64{
+		{10, 20, 30, 40, 50, 60, 70, 80},                   // sorted
+		{45, 15, N, 25, 15, 90, 5, 35, 55, 65, 75, 85, 95}, // unsorted, a null, equal timestamps
+		{30, 30, 30, 31, 32, 33, 34, 35, 36, 37, 38, N, N}, // ties with input 0, trailing nulls
+		{100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120},
+	}
+	tp := newTopic(t, chunks)
+	// Inputs hold 8+13+13+21 = 55 rows; a budget of ~20 rows gives a few outputs.
+	var rowBytes, footer int64
+	for _, in := range tp.inputs {
+		rowBytes = max(rowBytes, (in.SizeBytes-in.FooterBytes+in.Rows-1)/in.Rows)
+		footer = max(footer, in.FooterBytes)
+	}
+	p := tp.plan(t, footer+20*rowBytes)
+	if len(p.Outputs) < 3 || p.BatchRows != 16 {
+		t.Fatalf("want at least 3 outputs and 16-row batches, got %d and %d\n%s", len(p.Outputs), p.BatchRows, p.Picture())
+	}
+	t.Logf("plan:\n%s", p.Picture())
+	var all []plan.Key
+	for _, o := range p.Outputs {
+		key := store.ChunkKey(prefix+"X", o.Ordinal)
+		in := Inputs{Bucket: tp.bucket, Plan: p}
+		var progress []int64
+		res, err := WriteOutput(ctx, in, o, key, tp.scans[0].Schema, func(rows int64) { progress = append(progress, rows) })
+		if err != nil {
+			t.Fatalf("output %d: %v\n%s", o.Ordinal, err, p.Picture())
+		}
+		got, schema, digest := readOutput(t, tp.bucket, key)
+		var want []plan.Key
+		for _, kk := range tp.keys {
+			if plan.InRange(kk, o.Lo, o.Hi) {
+				want = append(want, kk)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("output %d rows\n  %v\nwant\n  %v\n%s", o.Ordinal, got, want, p.Picture())
+		}
+		if d := parquetio.FirstDifference(tp.scans[0].Schema, schema); d != "" {
+			t.Fatalf("output %d schema: %s", o.Ordinal, d)
+		}
+		if res.Read != res.Written || res.Written != digest || res.Read.Rows != int64(len(want)) {
+			t.Fatalf("output %d digests: read %s written %s file %s", o.Ordinal, res.Read, res.Written, digest)
+		}
+		if res.Stats.RowCount != int64(len(want)) || res.Key != key || len(progress) == 0 || progress[len(progress)-1] != int64(len(want)) {
+			t.Fatalf("output %d: stats rows %d key %s progress %v", o.Ordinal, res.Stats.RowCount, res.Key, progress)
+		}
+		first, err := tp.bucket.ReadAll(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.SizeBytes != int64(len(first)) {
+			t.Fatalf("output %d: SizeBytes %d, object %d bytes", o.Ordinal, res.SizeBytes, len(first))
+		}
+		// A retried write gives the same bytes.
+		if _, err := WriteOutput(ctx, in, o, key, tp.scans[0].Schema, nil); err != nil {
+			t.Fatal(err)
+		}
+		second, err := tp.bucket.ReadAll(ctx, key)
+		if err != nil || !bytes.Equal(first, second) {
+			t.Fatalf("output %d: second write differs (%d vs %d bytes, %v)", o.Ordinal, len(first), len(second), err)
+		}
+		all = append(all, got...)
+	}
+	if !slices.Equal(all, tp.keys) {
+		t.Fatalf("outputs together hold %d rows, inputs %d", len(all), len(tp.keys))
+	}
+}
+
+func TestWriteOutputMissingInput(t *testing.T) {
+	ctx := context.Background()
+	tp := newTopic(t, [][]int64{{1, 2, 3}, {2, 3, 4}})
+	p := tp.plan(t, 1<<30)
+	gone := p.Inputs[1].ObjectKey
+	if err := tp.bucket.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	out := store.ChunkKey(prefix+"X", 0)
+	_, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], out, tp.scans[0].Schema, nil)
+	var ce *ChunkError
+	if !errors.As(err, &ce) || ce.Key != gone || !strings.Contains(err.Error(), gone) || !IsInputFault(err) {
+		t.Fatalf("missing input: %v, want a *ChunkError naming %s", err, gone)
+	}
+	if ok, _ := tp.bucket.Exists(ctx, out); ok {
+		t.Fatalf("a failed write left %s behind", out)
+	}
+}
+
+// An input whose schema changed since planning is refused, naming the chunk.
+func TestWriteOutputSchemaChanged(t *testing.T) {
+	ctx := context.Background()
+	tp := newTopic(t, [][]int64{{1, 2, 3}})
+	p := tp.plan(t, 1<<30)
+	p.SchemaID = "something else"
+	_, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"X", 0), tp.scans[0].Schema, nil)
+	var ce *ChunkError
+	if !errors.As(err, &ce) || ce.Key != p.Inputs[0].ObjectKey || !strings.Contains(err.Error(), "schema changed") {
+		t.Fatalf("changed schema: %v", err)
+	}
+}
