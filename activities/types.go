@@ -73,7 +73,8 @@ type LeaseResult struct {
 type ReadSortInput struct {
 	TopicID           int64
 	MaxChunkSizeBytes int64 // soft limit of one output chunk, bytes; 0 = 256000000
-	// GroupTargetChunks is the number of output chunks per WriteChunks activity; 0 = 8.
+	// GroupTargetChunks is the number of output chunks per WriteChunks activity; 0 = automatic
+	// (one per activity, at most plan.MaxGroups activities).
 	GroupTargetChunks int
 }
 

@@ -70,10 +70,18 @@ type Plan struct {
 	Totals            Totals   `json:"totals"`
 }
 
+// MaxGroups bounds the number of WriteChunks activities of one optimization when the group size
+// is automatic: with about four history events per activity, a topic of any size keeps its
+// workflow history near 2 000 events (a 1 TiB topic in 256 MB chunks has 4 096 outputs, 8 per
+// group).
+const MaxGroups = 512
+
 // Options of Compute.
 type Options struct {
 	MaxChunkSizeBytes int64 // soft limit per output chunk, bytes; 0 = DefaultMaxChunkSizeBytes
-	GroupSize         int   // outputs per WriteChunks activity; 0 = 8
+	// GroupSize is the number of outputs per WriteChunks activity; 0 = automatic: one output per
+	// activity (so outputs are encoded in parallel) up to MaxGroups groups, more per group beyond.
+	GroupSize int
 }
 
 // ErrNoRows is returned by Compute when no input has a row.
@@ -89,9 +97,6 @@ var ErrNoRows = errors.New("topic has no rows")
 func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*Plan, error) {
 	if opts.MaxChunkSizeBytes <= 0 {
 		opts.MaxChunkSizeBytes = DefaultMaxChunkSizeBytes
-	}
-	if opts.GroupSize <= 0 {
-		opts.GroupSize = 8
 	}
 	if len(samples) != len(inputs) {
 		return nil, fmt.Errorf("plan: %d sample lists for %d inputs", len(samples), len(inputs))
@@ -139,6 +144,9 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 		cur.EstBytes += s.bytes
 	}
 	p.Outputs = append(p.Outputs, cur)
+	if p.GroupSize <= 0 {
+		p.GroupSize = (len(p.Outputs) + MaxGroups - 1) / MaxGroups
+	}
 	for i := range p.Outputs {
 		o := &p.Outputs[i]
 		for j, in := range inputs {

@@ -435,8 +435,27 @@ func TestComputeDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.MaxChunkSizeBytes != DefaultMaxChunkSizeBytes || p.GroupSize != 8 || len(p.Outputs) != 1 {
+	if p.MaxChunkSizeBytes != DefaultMaxChunkSizeBytes || p.GroupSize != 1 || len(p.Outputs) != 1 {
 		t.Fatalf("defaults: max %d group %d outputs %d\n%s", p.MaxChunkSizeBytes, p.GroupSize, len(p.Outputs), p.Picture())
+	}
+}
+
+// TestAutomaticGroupSize: one output per WriteChunks activity up to MaxGroups activities, then
+// as many outputs per group as keep the number of groups at most MaxGroups.
+func TestAutomaticGroupSize(t *testing.T) {
+	for _, outputs := range []int{1, 7, MaxGroups, MaxGroups + 1, 4096} {
+		rows := make([]int64, outputs)
+		for i := range rows {
+			rows[i] = int64(i)
+		}
+		f := build([]inputSpec{{rows: cells(rows...), bytesPerRow: 100}})
+		p, err := Compute(f.inputs, f.samples, f.totals, Options{MaxChunkSizeBytes: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Outputs) != outputs || p.Groups() > MaxGroups || (outputs <= MaxGroups && p.GroupSize != 1) {
+			t.Errorf("%d outputs: got %d outputs, group size %d, %d groups", outputs, len(p.Outputs), p.GroupSize, p.Groups())
+		}
 	}
 }
 
