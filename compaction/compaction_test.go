@@ -266,7 +266,6 @@ func readOutput(t *testing.T, b *blob.Bucket, key string) ([]plan.Key, *arrow.Sc
 }
 
 func TestWriteOutput(t *testing.T) {
-	ctx := context.Background()
 	chunks := [][]int64{
 		{10, 20, 30, 40, 50, 60, 70, 80},                   // sorted
 		{45, 15, N, 25, 15, 90, 5, 35, 55, 65, 75, 85, 95}, // unsorted, a null, equal timestamps
@@ -280,11 +279,23 @@ func TestWriteOutput(t *testing.T) {
 		rowBytes = max(rowBytes, (in.SizeBytes-in.FooterBytes+in.Rows-1)/in.Rows)
 		footer = max(footer, in.FooterBytes)
 	}
-	p := tp.plan(t, footer+20*rowBytes)
-	if len(p.Outputs) < 3 || p.BatchRows != 16 {
-		t.Fatalf("want at least 3 outputs and 16-row batches, got %d and %d\n%s", len(p.Outputs), p.BatchRows, p.Picture())
+	// Budgets of a few rows put cuts everywhere, inside runs of equal timestamps of the unsorted
+	// input too; 20 rows give outputs longer than one 16-row batch.
+	for _, budgetRows := range []int64{20, 7, 3, 2} {
+		t.Run(fmt.Sprint(budgetRows, " rows"), func(t *testing.T) {
+			p := tp.plan(t, footer+budgetRows*rowBytes)
+			if len(p.Outputs) < 3 || p.BatchRows != 16 {
+				t.Fatalf("want at least 3 outputs and 16-row batches, got %d and %d\n%s", len(p.Outputs), p.BatchRows, p.Picture())
+			}
+			checkOutputs(t, tp, p)
+		})
 	}
-	t.Logf("plan:\n%s", p.Picture())
+}
+
+// checkOutputs writes every output of p twice and checks it against the brute-force merge.
+func checkOutputs(t *testing.T, tp *topic, p *plan.Plan) {
+	t.Helper()
+	ctx := context.Background()
 	var all []plan.Key
 	for _, o := range p.Outputs {
 		key := store.ChunkKey(prefix+"X", o.Ordinal)
