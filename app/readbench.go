@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -17,8 +18,24 @@ import (
 // both cores of a small machine busy; DESIGN.md, arrow-go facts).
 const DefaultReadParallelism = 2
 
-// readBatchRows is the record batch size of the benchmark reader, rows.
-const readBatchRows = 64 * 1024
+// Record batch size of the benchmark reader: about readBatchBytes of uncompressed data, between 1
+// and maxReadBatchRows rows. Sizing batches by bytes matters: a batch of 64k camera frames
+// would be one 3 GB binary array built by repeated reallocation, which measures the builder, not
+// the file.
+const (
+	readBatchBytes   = 8 << 20
+	maxReadBatchRows = 64 * 1024
+)
+
+// batchRows returns the batch size, in rows, for a file with numRows rows and uncompressedBytes
+// of data.
+func batchRows(numRows, uncompressedBytes int64) int64 {
+	if numRows <= 0 || uncompressedBytes <= 0 {
+		return maxReadBatchRows
+	}
+	rowBytes := max(1, uncompressedBytes/numRows)
+	return min(max(1, readBatchBytes/rowBytes), maxReadBatchRows)
+}
 
 // ReadStats is what ReadObjects read.
 type ReadStats struct {
@@ -69,7 +86,7 @@ func readObject(ctx context.Context, bucket *blob.Bucket, key string) (rows, siz
 			err = fmt.Errorf("parquet reader panicked: %v", r)
 		}
 	}()
-	data, err := bucket.ReadAll(ctx, key)
+	data, err := fetch(ctx, bucket, key)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -78,7 +95,13 @@ func readObject(ctx context.Context, bucket *blob.Bucket, key string) (rows, siz
 		return 0, 0, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: readBatchRows, Parallel: true}, memory.DefaultAllocator)
+	md := pf.MetaData()
+	var uncompressed int64
+	for i := range md.NumRowGroups() {
+		uncompressed += md.RowGroup(i).TotalByteSize()
+	}
+	arrowProps := pqarrow.ArrowReadProperties{BatchSize: batchRows(md.NumRows, uncompressed), Parallel: true}
+	fr, err := pqarrow.NewFileReader(pf, arrowProps, memory.DefaultAllocator)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -94,4 +117,19 @@ func readObject(ctx context.Context, bucket *blob.Bucket, key string) (rows, siz
 		return 0, 0, err
 	}
 	return rows, int64(len(data)), nil
+}
+
+// fetch reads a whole object into a buffer of exactly its size (Bucket.ReadAll grows its buffer
+// step by step, which costs seconds for objects of hundreds of MB).
+func fetch(ctx context.Context, bucket *blob.Bucket, key string) ([]byte, error) {
+	r, err := bucket.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data := make([]byte, r.Size())
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
