@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -51,4 +52,24 @@ func TestOpenStoreErrorsHideSecrets(t *testing.T) {
 			t.Errorf("OpenStore(%q) error shows the secret: %v", u, err)
 		}
 	}
+}
+
+// TestOpenStoreS3URLOfCompose checks that the MinIO URL of docker-compose.yml is one this
+// gocloud version accepts (opening does not contact the server).
+func TestOpenStoreS3URLOfCompose(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "storeopt")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "storeopt-secret")
+	compose, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`STOREOPT_STORE_URL: "([^"]+)"`).FindSubmatch(compose)
+	if m == nil {
+		t.Fatal("docker-compose.yml sets no STOREOPT_STORE_URL")
+	}
+	b, err := OpenStore(context.Background(), string(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
 }
