@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.temporal.io/sdk/temporal"
@@ -16,6 +17,7 @@ import (
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/compaction"
 	"github.com/storeopt/storeopt/faults"
+	"github.com/storeopt/storeopt/mempool"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/verify"
@@ -28,9 +30,18 @@ type Activities struct {
 	// MemoryPoolBytes caps the memory all activities of this worker use together, bytes
 	// (STOREOPT_MEMORY_POOL_SIZE); 0 = unlimited.
 	MemoryPoolBytes int64
+
+	poolOnce sync.Once
+	pool     *mempool.Pool
 }
 
-func (a *Activities) mem() memory.Allocator { return memory.DefaultAllocator }
+// Pool returns the worker's memory pool, created on first use with MemoryPoolBytes.
+func (a *Activities) Pool() *mempool.Pool {
+	a.poolOnce.Do(func() { a.pool = mempool.New(a.MemoryPoolBytes) })
+	return a.pool
+}
+
+func (a *Activities) mem() memory.Allocator { return a.Pool().Allocator() }
 
 // classify turns err into the error an activity returns: input faults, verification mismatches,
 // lost leases, changed chunk sets and unknown topics are non-retryable application errors whose

@@ -3,9 +3,12 @@ package activities
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
+
+	"github.com/storeopt/storeopt/mempool"
 )
 
 type runKey struct{}
@@ -33,6 +36,20 @@ func run(ctx context.Context) (owner, token string) {
 func heartbeat(ctx context.Context, details any) {
 	if activity.IsActivity(ctx) {
 		activity.RecordHeartbeat(ctx, details)
+	}
+}
+
+// reserve reserves n bytes of the memory pool, heartbeating while it waits for room so that a
+// long wait is not mistaken for a lost worker.
+func (a *Activities) reserve(ctx context.Context, n int64) (*mempool.Reservation, error) {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		r, err := a.Pool().Reserve(wctx, n)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return r, err
+		}
+		heartbeat(ctx, "waiting for memory")
 	}
 }
 

@@ -90,6 +90,11 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	g.SetLimit(scanParallelism)
 	for i, c := range chunks {
 		g.Go(func() error {
+			r, err := a.reserve(gctx, compaction.ScanMemory(c.SizeBytes, c.RowCount))
+			if err != nil {
+				return err
+			}
+			defer r.Release()
 			s, err := compaction.ScanChunk(gctx, a.Bucket, c.ObjectKey, i, step, a.mem())
 			if err != nil {
 				return err
@@ -131,7 +136,8 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 		}
 	}
 	p, err := plan.Compute(inputs, samples, totals, plan.Options{
-		MaxChunkSizeBytes: in.MaxChunkSizeBytes, GroupSize: in.GroupTargetChunks})
+		MaxChunkSizeBytes: in.MaxChunkSizeBytes, GroupSize: in.GroupTargetChunks,
+		MemoryBudgetBytes: a.Pool().Limit()})
 	if err != nil {
 		return nil, nil, err
 	}

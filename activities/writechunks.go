@@ -65,9 +65,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		if err := faults.Hit(ctx, faults.WriteChunksBeforeWrite); err != nil {
 			return res, err
 		}
-		out, err := compaction.WriteOutput(ctx, inputs, o, key, schema, func(rows int64) {
-			heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: rows})
-		})
+		out, err := a.writeOutput(ctx, inputs, o, key, schema)
 		if err != nil {
 			return res, classify(topic.Locator, err)
 		}
@@ -137,4 +135,16 @@ func (a *Activities) topicSchema(ctx context.Context, p *plan.Plan) (*arrow.Sche
 		return c.Schema, nil
 	}
 	return nil, plan.ErrNoRows
+}
+
+// writeOutput writes one output chunk within a reservation of the memory pool.
+func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, o plan.Output, key string, schema *arrow.Schema) (compaction.OutputResult, error) {
+	r, err := a.reserve(ctx, compaction.OutputMemory(inputs.Plan, o))
+	if err != nil {
+		return compaction.OutputResult{}, err
+	}
+	defer r.Release()
+	return compaction.WriteOutput(ctx, inputs, o, key, schema, func(rows int64) {
+		heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: rows})
+	})
 }

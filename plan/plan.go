@@ -47,6 +47,9 @@ type Output struct {
 	Inputs   []int `json:"inputs"`    // positions in Plan.Inputs that hold rows of this output
 	EstRows  int64 `json:"est_rows"`  // estimated rows (exact when samples are single rows)
 	EstBytes int64 `json:"est_bytes"` // estimated object bytes, from the inputs' bytes per row
+	// MaxOpen is the largest number of this output's inputs whose key ranges overlap at one
+	// point: the most inputs the merge holds open at once.
+	MaxOpen int `json:"max_open"`
 }
 
 // Totals are the facts of all input rows that verification checks the output against.
@@ -67,6 +70,7 @@ type Plan struct {
 	GroupSize         int      `json:"group_size"` // outputs per WriteChunks activity
 	BatchRows         int64    `json:"batch_rows"` // rows per record batch read or written
 	RowGroupRows      int64    `json:"row_group_rows"`
+	ArrowBytesPerRow  int64    `json:"arrow_bytes_per_row"` // average over the inputs
 	Totals            Totals   `json:"totals"`
 }
 
@@ -82,6 +86,9 @@ type Options struct {
 	// GroupSize is the number of outputs per WriteChunks activity; 0 = automatic: one output per
 	// activity (so outputs are encoded in parallel) up to MaxGroups groups, more per group beyond.
 	GroupSize int
+	// MemoryBudgetBytes is the worker's memory pool (0 = unlimited). Batches and row groups are
+	// made small enough that one output's merge fits in a quarter of it.
+	MemoryBudgetBytes int64
 }
 
 // ErrNoRows is returned by Compute when no input has a row.
@@ -130,6 +137,12 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 		Totals:            totals,
 	}
 	p.BatchRows, p.RowGroupRows = batchSizes(inputs)
+	p.ArrowBytesPerRow = arrowBytesPerRow(inputs)
+	if opts.MemoryBudgetBytes > 0 {
+		// batch: 1/64 of the pool (several are held at once); row group: 1/16.
+		p.BatchRows = max(min(p.BatchRows, opts.MemoryBudgetBytes/64/p.ArrowBytesPerRow), 1)
+		p.RowGroupRows = max(min(p.RowGroupRows, opts.MemoryBudgetBytes/16/p.ArrowBytesPerRow), 1)
+	}
 	// Room for the output's own footer: about the largest input footer (same schema).
 	budget := max(opts.MaxChunkSizeBytes-footer, 1)
 	cur := Output{}
@@ -154,6 +167,7 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 				o.Inputs = append(o.Inputs, j)
 			}
 		}
+		o.MaxOpen = overlapDepth(inputs, o.Inputs)
 	}
 	return p, nil
 }
@@ -176,12 +190,7 @@ func overlaps(in Input, lo, hi *Key) bool {
 // Arrow bytes per row. Both are deterministic functions of the inputs, so a retried write gives
 // the same bytes.
 func batchSizes(inputs []Input) (batchRows, rowGroupRows int64) {
-	var rows, arrow int64
-	for _, in := range inputs {
-		rows += in.Rows
-		arrow += in.ArrowBytes
-	}
-	bpr := max(int64(1), arrow/max(rows, 1))
+	bpr := arrowBytesPerRow(inputs)
 	rgBytes := int64(64 << 20)
 	if bpr > 4096 {
 		rgBytes = 32 << 20
@@ -248,4 +257,49 @@ func sortedMark(in Input) string {
 		return "s"
 	}
 	return "u"
+}
+
+// arrowBytesPerRow is the inputs' average uncompressed Arrow bytes per row (at least 1).
+func arrowBytesPerRow(inputs []Input) int64 {
+	var rows, arrow int64
+	for _, in := range inputs {
+		rows += in.Rows
+		arrow += in.ArrowBytes
+	}
+	return max(int64(1), arrow/max(rows, 1))
+}
+
+// overlapDepth returns the largest number of the given inputs whose [First, Last] key ranges
+// contain one common key.
+func overlapDepth(inputs []Input, which []int) int {
+	type edge struct {
+		k     Key
+		start bool
+	}
+	edges := make([]edge, 0, 2*len(which))
+	for _, j := range which {
+		edges = append(edges, edge{inputs[j].First, true}, edge{inputs[j].Last, false})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.k.Compare(b.k); c != 0 {
+			return c
+		}
+		if a.start == b.start {
+			return 0
+		}
+		if a.start { // a range that starts where another ends overlaps it (closed ranges)
+			return -1
+		}
+		return 1
+	})
+	depth, best := 0, 0
+	for _, e := range edges {
+		if e.start {
+			depth++
+			best = max(best, depth)
+		} else {
+			depth--
+		}
+	}
+	return best
 }

@@ -1,0 +1,41 @@
+package compaction
+
+import "github.com/storeopt/storeopt/plan"
+
+// inMemoryObject is the object size up to which the store reads an input whole (store.OpenObject).
+const inMemoryObject = 16 << 20
+
+// ScanMemory estimates the bytes ScanChunk holds for an input of sizeBytes and rows: the object
+// (when read whole), the timestamp column and its sort order, and decoder buffers.
+func ScanMemory(sizeBytes, rows int64) int64 {
+	return min(sizeBytes, inMemoryObject) + rows*18 + 1<<20
+}
+
+// OutputMemory estimates the bytes WriteOutput holds while writing output o of p: for each of the
+// at most o.MaxOpen inputs open at once, its object (when read whole), two decoded batches and
+// page buffers (a whole unsorted input is held three times: batches, concatenation, sorted
+// copy); on the output side the collector's batch, two batches in the channel, the batch being
+// encoded, and the encoded row group buffered until it is flushed.
+func OutputMemory(p *plan.Plan, o plan.Output) int64 {
+	batch := p.BatchRows * p.ArrowBytesPerRow
+	var widest int64
+	for _, i := range o.Inputs {
+		in := p.Inputs[i]
+		bpr := in.ArrowBytes / max(in.Rows, 1)
+		need := min(in.SizeBytes, inMemoryObject) + 2*min(in.Rows, p.BatchRows)*bpr + min(in.SizeBytes, 4<<20)
+		if !in.Sorted {
+			need = min(in.SizeBytes, inMemoryObject) + 3*in.ArrowBytes
+		}
+		widest = max(widest, need)
+	}
+	var compressedPerRow int64 = 1
+	if p.Totals.Rows > 0 {
+		var size int64
+		for _, in := range p.Inputs {
+			size += in.SizeBytes
+		}
+		compressedPerRow = max(size/p.Totals.Rows, 1)
+	}
+	rowGroup := min(p.RowGroupRows, max(o.EstRows, 1)) * compressedPerRow
+	return int64(max(o.MaxOpen, 1))*widest + 4*batch + 2*rowGroup + 8<<20
+}
