@@ -28,7 +28,7 @@ const (
 )
 
 // DefaultMaxChunkSizeBytes is the default soft size limit of one output chunk, bytes.
-const DefaultMaxChunkSizeBytes int64 = 256_000_000
+const DefaultMaxChunkSizeBytes int64 = workflows.DefaultMaxChunkSizeBytes
 
 // PassOptions are the knobs of one optimization run (StoreOptimizerWorkflow input). Zero values
 // leave the workflow's defaults.
