@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2" // database/sql driver "duckdb"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/storeopt/storeopt/activities"
+	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/catalog"
+)
+
+// jobSpec is what the parent tells a child job.
+type jobSpec struct {
+	StoreDir         string   `json:"store_dir"`
+	Keys             []string `json:"keys,omitempty"`         // read: input chunk keys
+	InputGlob        string   `json:"input_glob,omitempty"`   // duckdb: input files
+	OutputDir        string   `json:"output_dir,omitempty"`   // duckdb: output and spill directory
+	DatabaseURL      string   `json:"database_url,omitempty"` // storeopt: this run's catalog
+	TopicID          int64    `json:"topic_id,omitempty"`
+	RunToken         string   `json:"run_token,omitempty"`
+	MemoryPoolBytes  int64    `json:"memory_pool_bytes,omitempty"`
+	MaxChunkSize     int64    `json:"max_chunk_size,omitempty"`
+	TopicParallelism int      `json:"topic_parallelism,omitempty"`
+	CPUProfile       string   `json:"cpu_profile,omitempty"`
+	MemProfile       string   `json:"mem_profile,omitempty"`
+}
+
+// jobResult is what a child job reports back.
+type jobResult struct {
+	Rows         int64              `json:"rows,omitempty"`          // read: rows decoded
+	OutputFiles  []string           `json:"output_files,omitempty"`  // output chunks in order (absolute paths)
+	OutputPrefix string             `json:"output_prefix,omitempty"` // storeopt: the fresh prefix
+	Phases       map[string]float64 `json:"phases,omitempty"`        // seconds per phase, measured inside the child
+}
+
+// runChild runs one job in this process and writes its result file.
+func runChild(job, specPath, resultPath string) error {
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		return err
+	}
+	var spec jobSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return fmt.Errorf("job spec %s: %w", specPath, err)
+	}
+	ctx := context.Background()
+	var res jobResult
+	switch job {
+	case jobRead:
+		res, err = readJob(ctx, spec)
+	case jobStoreopt:
+		res, err = storeoptJob(ctx, spec)
+	case jobDuckDB:
+		res, err = duckdbJob(ctx, spec)
+	default:
+		err = fmt.Errorf("unknown job")
+	}
+	// Written even on failure: the parent deletes a failed storeopt run's prefix with it.
+	b, merr := json.Marshal(res)
+	if merr == nil {
+		merr = os.WriteFile(resultPath, b, 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	return merr
+}
+
+// readJob decodes every input chunk once with pqarrow, two files at a time.
+func readJob(ctx context.Context, spec jobSpec) (jobResult, error) {
+	bucket, err := app.OpenStore(ctx, "file://"+spec.StoreDir)
+	if err != nil {
+		return jobResult{}, err
+	}
+	defer bucket.Close()
+	st, err := app.ReadObjects(ctx, bucket, spec.Keys, 2)
+	if err != nil {
+		return jobResult{}, err
+	}
+	return jobResult{Rows: st.Rows, Phases: map[string]float64{"read": st.Elapsed.Seconds()}}, nil
+}
+
+// phaseTimer records the seconds of consecutive phases.
+type phaseTimer struct {
+	phases map[string]float64
+	last   time.Time
+}
+
+func newPhaseTimer() *phaseTimer {
+	return &phaseTimer{phases: map[string]float64{}, last: time.Now()}
+}
+
+func (t *phaseTimer) done(name string) {
+	now := time.Now()
+	t.phases[name] = now.Sub(t.last).Seconds()
+	t.last = now
+}
+
+// storeoptJob optimizes the topic through storeopt's activities, called directly (no Temporal):
+// Lease, ReadSort, WriteChunks for every group (TopicParallelism at once, like the workflow),
+// Commit; then it lists the topic's new chunks from the catalog.
+func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
+	t := newPhaseTimer()
+	cat, err := catalog.Open(ctx, spec.DatabaseURL)
+	if err != nil {
+		return res, err
+	}
+	defer cat.Close()
+	bucket, err := app.OpenStore(ctx, "file://"+spec.StoreDir)
+	if err != nil {
+		return res, err
+	}
+	defer bucket.Close()
+	t.done("open")
+	if spec.CPUProfile != "" {
+		f, err := os.Create(spec.CPUProfile)
+		if err != nil {
+			return res, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return res, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx = activities.WithRun(ctx, "bench", spec.RunToken)
+	acts := &activities.Activities{Catalog: cat, Bucket: bucket, MemoryPoolBytes: spec.MemoryPoolBytes}
+	lease, err := acts.Lease(ctx, activities.LeaseInput{TopicID: spec.TopicID})
+	if err != nil {
+		return res, fmt.Errorf("lease: %w", err)
+	}
+	res.OutputPrefix = lease.FreshPrefix
+	t.done("lease")
+	rs, err := acts.ReadSort(ctx, activities.ReadSortInput{TopicID: spec.TopicID, MaxChunkSizeBytes: spec.MaxChunkSize})
+	if err != nil {
+		return res, fmt.Errorf("read-sort: %w", err)
+	}
+	t.done("read_sort")
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(spec.TopicParallelism)
+	for group := range rs.Groups {
+		g.Go(func() error {
+			if _, err := acts.WriteChunks(gctx, activities.WriteChunksInput{TopicID: spec.TopicID, Group: group}); err != nil {
+				return fmt.Errorf("write-chunks group %d: %w", group, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return res, err
+	}
+	t.done("write_chunks")
+	if _, err := acts.Commit(ctx, activities.CommitInput{TopicID: spec.TopicID}); err != nil {
+		return res, fmt.Errorf("commit: %w", err)
+	}
+	t.done("commit")
+	if spec.MemProfile != "" {
+		if err := writeHeapProfile(spec.MemProfile); err != nil {
+			return res, err
+		}
+	}
+	chunks, err := cat.Chunks(ctx, spec.TopicID)
+	if err != nil {
+		return res, err
+	}
+	for _, c := range chunks {
+		if !strings.HasPrefix(c.ObjectKey, lease.FreshPrefix+"/") {
+			return res, fmt.Errorf("after commit, chunk %s is not under the fresh prefix %s", c.ObjectKey, lease.FreshPrefix)
+		}
+		res.OutputFiles = append(res.OutputFiles, filepath.Join(spec.StoreDir, c.ObjectKey))
+	}
+	res.Phases = t.phases
+	return res, nil
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC() // up-to-date in-use figures
+	err = pprof.Lookup("allocs").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sqlString quotes s as a SQL string literal.
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// duckdbJob sorts the topic with DuckDB (threads = cores, memory not limited) into one file.
+func duckdbJob(ctx context.Context, spec jobSpec) (jobResult, error) {
+	t := newPhaseTimer()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return jobResult{}, err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return jobResult{}, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET temp_directory = "+sqlString(filepath.Join(spec.OutputDir, "spill"))); err != nil {
+		return jobResult{}, err
+	}
+	out := filepath.Join(spec.OutputDir, "sorted.parquet")
+	t.done("open")
+	q := fmt.Sprintf("COPY (SELECT * FROM read_parquet(%s) ORDER BY timestamp_ns) TO %s (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1048576)",
+		sqlString(spec.InputGlob), sqlString(out))
+	if _, err := conn.ExecContext(ctx, q); err != nil {
+		return jobResult{}, fmt.Errorf("%s: %w", q, err)
+	}
+	t.done("copy")
+	return jobResult{OutputFiles: []string{out}, Phases: t.phases}, nil
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/ingest"
+	"github.com/storeopt/storeopt/parquetio"
+)
+
+// Dataset shapes.
+const (
+	shapeIMU   = "imu"
+	shapeImage = "image"
+)
+
+// datasetFormat changes whenever the generated layout changes, so that old datasets are not
+// reused by mistake.
+const datasetFormat = 1
+
+// benchSequence is the sequence of every generated topic.
+const benchSequence = "bench"
+
+// datasetParams fix a generated dataset: equal params give equal data (ingest is deterministic
+// for a seed, prefixes aside).
+type datasetParams struct {
+	Format           int     `json:"format"`
+	Shape            string  `json:"shape"`
+	TargetArrowBytes int64   `json:"target_arrow_bytes"`
+	Chunks           int     `json:"chunks"`
+	RowsPerChunk     int     `json:"rows_per_chunk"`
+	PayloadBytes     int     `json:"payload_bytes,omitempty"`
+	Overlap          float64 `json:"overlap"`
+	Unsorted         float64 `json:"unsorted"`
+	Seed             int64   `json:"seed"`
+}
+
+// approxRowBytes is the uncompressed Arrow size of one row of a shape, bytes: timestamp_ns (8),
+// strings and binaries as 4-byte offsets plus their data (the simulator's constant frame IDs
+// and encodings), fixed-width numbers.
+func approxRowBytes(shape string, payload int) int64 {
+	if shape == shapeImage {
+		return 8 + (4 + 20) + 4 + 4 + (4 + 4) + (4 + int64(payload)) // ts, frame_id, width, height, encoding, data
+	}
+	return 8 + (4 + 8) + 10*8 // ts, frame_id, 10 float64
+}
+
+// paramsFor returns the dataset params of shape under cfg.
+func paramsFor(cfg config, shape string) datasetParams {
+	p := datasetParams{Format: datasetFormat, Shape: shape, TargetArrowBytes: cfg.size, Chunks: cfg.chunks,
+		Overlap: cfg.overlap, Unsorted: cfg.unsorted, Seed: cfg.seed}
+	if shape == shapeImage {
+		p.PayloadBytes = cfg.payload
+	}
+	if p.TargetArrowBytes == 0 {
+		p.TargetArrowBytes = map[string]int64{shapeIMU: 1_100_000_000, shapeImage: 500_000_000}[shape]
+	}
+	if p.Chunks == 0 {
+		p.Chunks = map[string]int{shapeIMU: 2000, shapeImage: 300}[shape]
+	}
+	rows := float64(p.TargetArrowBytes) / float64(p.Chunks) / float64(approxRowBytes(shape, p.PayloadBytes))
+	p.RowsPerChunk = max(1, int(math.Round(rows)))
+	return p
+}
+
+// name identifies the dataset in the data directory: shape and a hash of the params.
+func (p datasetParams) name() string {
+	b, _ := json.Marshal(p)
+	sum := sha256.Sum256(b)
+	return p.Shape + "-" + hex.EncodeToString(sum[:6])
+}
+
+func (p datasetParams) topicSpec() ingest.TopicSpec {
+	spec := ingest.TopicSpec{Path: "sensors/imu", Kind: ingest.IMU, Chunks: p.Chunks, RowsPerChunk: p.RowsPerChunk,
+		Overlap: p.Overlap, UnsortedFraction: p.Unsorted}
+	if p.Shape == shapeImage {
+		spec.Path, spec.Kind, spec.PayloadBytes = "camera/front", ingest.Camera, p.PayloadBytes
+	}
+	return spec
+}
+
+// marker is the dataset's marker file, written last: a dataset directory without it is
+// incomplete and regenerated.
+type marker struct {
+	Params          datasetParams   `json:"params"`
+	Locator         string          `json:"locator"`
+	Tables          []snapshotTable `json:"tables"`
+	GenerateSeconds float64         `json:"generate_seconds"`
+}
+
+// dataset is one generated topic, ready to be benchmarked: its catalog lives in the template
+// database, its chunks in the file store.
+type dataset struct {
+	Params      datasetParams
+	Name        string
+	Dir         string // data directory of the dataset
+	StoreDir    string // file store root
+	Template    string // database holding the catalog; copied for every storeopt run
+	TopicID     int64
+	Prefix      string
+	Keys        []string // input chunk keys in catalog order
+	InputBytes  int64    // Parquet bytes of the input chunks
+	ArrowBytes  int64    // uncompressed Arrow bytes of the input
+	Rows        int64
+	Schema      *arrow.Schema // Arrow schema of the input, verbatim
+	SchemaID    string        // raw ARROW:schema footer entry of the input
+	GenerateSec float64       // seconds spent generating (0 when reused)
+}
+
+func (d *dataset) storeURL() string { return "file://" + d.StoreDir }
+
+// prepareDataset makes the dataset of shape available: it creates a fresh template database,
+// migrates it, and either restores the catalog snapshot of an earlier generation with the same
+// params (marker present) or generates the topic with ingest.Ingest and snapshots its catalog.
+func prepareDataset(ctx context.Context, cfg config, srv *server, shape string) (*dataset, error) {
+	p := paramsFor(cfg, shape)
+	d := &dataset{Params: p, Name: p.name(), Template: "storeopt_bench_" + randomSuffix() + "_" + shape}
+	d.Dir = filepath.Join(cfg.dataDir, d.Name)
+	d.StoreDir = filepath.Join(d.Dir, "store")
+	dbURL, err := srv.create(ctx, d.Template, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := catalog.Migrate(ctx, dbURL); err != nil {
+		return nil, err
+	}
+	m, err := readMarker(d.Dir)
+	if err == nil && m.Params == p && !cfg.regen {
+		logf("dataset %s: reusing %s", d.Name, d.Dir)
+		if err := restoreCatalog(ctx, dbURL, filepath.Join(d.Dir, "catalog"), m.Tables); err != nil {
+			return nil, err
+		}
+	} else {
+		if m, err = generate(ctx, d, dbURL); err != nil {
+			return nil, err
+		}
+		d.GenerateSec = m.GenerateSeconds
+	}
+	if err := d.load(ctx, dbURL, m.Locator); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func readMarker(dir string) (marker, error) {
+	var m marker
+	b, err := os.ReadFile(filepath.Join(dir, "dataset.json"))
+	if err != nil {
+		return m, err
+	}
+	return m, json.Unmarshal(b, &m)
+}
+
+// generate writes the topic into a new store and catalog, snapshots the catalog and writes the
+// marker.
+func generate(ctx context.Context, d *dataset, dbURL string) (marker, error) {
+	p := d.Params
+	if err := os.RemoveAll(d.Dir); err != nil {
+		return marker{}, err
+	}
+	logf("dataset %s: generating %d chunks × %d rows (about %.0f MB of Arrow data) into %s",
+		d.Name, p.Chunks, p.RowsPerChunk, float64(p.TargetArrowBytes)/1e6, d.Dir)
+	cat, err := catalog.Open(ctx, dbURL)
+	if err != nil {
+		return marker{}, err
+	}
+	defer cat.Close()
+	bucket, err := app.OpenStore(ctx, "file://"+d.StoreDir)
+	if err != nil {
+		return marker{}, err
+	}
+	defer bucket.Close()
+	start := time.Now()
+	lastTenth := 0
+	topics, err := ingest.Ingest(ctx, cat, bucket, ingest.Options{
+		Sequence: benchSequence, Seed: p.Seed, Topics: []ingest.TopicSpec{p.topicSpec()},
+		Progress: func(_ string, done, total int) {
+			if tenth := done * 10 / total; tenth > lastTenth {
+				lastTenth = tenth
+				logf("dataset %s: %d/%d chunks (%.0f s)", d.Name, done, total, time.Since(start).Seconds())
+			}
+		},
+	})
+	if err != nil {
+		return marker{}, fmt.Errorf("generate dataset %s: %w", d.Name, err)
+	}
+	m := marker{Params: p, Locator: topics[0].Locator, GenerateSeconds: time.Since(start).Seconds()}
+	cat.Close()
+	if m.Tables, err = snapshotCatalog(ctx, dbURL, filepath.Join(d.Dir, "catalog")); err != nil {
+		return marker{}, err
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return marker{}, err
+	}
+	if err := os.WriteFile(filepath.Join(d.Dir, "dataset.json"), b, 0o644); err != nil {
+		return marker{}, err
+	}
+	logf("dataset %s: generated in %.1f s", d.Name, m.GenerateSeconds)
+	return m, nil
+}
+
+// load reads the topic's input facts from the catalog and the first chunk's footer. It closes
+// its connections, so that the template database can be copied afterwards.
+func (d *dataset) load(ctx context.Context, dbURL, locator string) error {
+	cat, err := catalog.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	t, err := cat.TopicByLocator(ctx, locator)
+	if err != nil {
+		return fmt.Errorf("dataset %s: topic %s: %w", d.Name, locator, err)
+	}
+	chunks, err := cat.Chunks(ctx, t.ID)
+	if err != nil {
+		return fmt.Errorf("dataset %s: chunks of %s: %w", d.Name, locator, err)
+	}
+	if len(chunks) == 0 {
+		return fmt.Errorf("dataset %s: topic %s has no chunks", d.Name, locator)
+	}
+	d.TopicID, d.Prefix = t.ID, t.DataPrefix
+	for _, c := range chunks {
+		d.Keys = append(d.Keys, c.ObjectKey)
+		d.InputBytes += c.SizeBytes
+		d.ArrowBytes += c.ArrowSizeBytes
+		d.Rows += c.RowCount
+	}
+	f, err := os.Open(filepath.Join(d.StoreDir, d.Keys[0]))
+	if err != nil {
+		return fmt.Errorf("dataset %s: %w (rerun with -regen)", d.Name, err)
+	}
+	defer f.Close()
+	c, err := parquetio.Open(f, nil)
+	if err != nil {
+		return fmt.Errorf("dataset %s: chunk %s: %w", d.Name, d.Keys[0], err)
+	}
+	defer c.Close()
+	d.Schema, d.SchemaID = c.Schema, c.SchemaID
+	if d.SchemaID == "" || d.SchemaID == parquetio.Fingerprint(d.Schema) {
+		return errors.New("input chunk has no ARROW:schema footer entry")
+	}
+	logf("dataset %s: topic %s, %d chunks, %d rows, %.1f MB Parquet, %.1f MB Arrow",
+		d.Name, locator, len(d.Keys), d.Rows, float64(d.InputBytes)/1e6, float64(d.ArrowBytes)/1e6)
+	return nil
+}
+
+// logf prints a progress line on stderr.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05")+" "+format+"\n", args...)
+}

@@ -1,0 +1,163 @@
+// Command bench measures storeopt's rewrite of one topic against two references: reading every
+// input chunk once with arrow-go (the floor of any rewrite) and DuckDB's
+// COPY … ORDER BY timestamp_ns. It generates (or reuses) a simulated topic, runs every job in a
+// child process of its own so that peak RSS and CPU time are per job, checks every output (row
+// count, global timestamp order, Arrow schema and metadata) and prints a table or JSON lines.
+//
+// It lives in its own module so that storeopt never depends on DuckDB. See README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Job names.
+const (
+	jobRead     = "read"
+	jobStoreopt = "storeopt"
+	jobDuckDB   = "duckdb"
+)
+
+var allJobs = []string{jobRead, jobStoreopt, jobDuckDB}
+
+// config is the parsed command line of the parent.
+type config struct {
+	shapes           []string
+	size             int64 // target Arrow bytes of the topic; 0 = the shape's default
+	chunks           int   // 0 = the shape's default
+	overlap          float64
+	unsorted         float64
+	payload          int
+	seed             int64
+	dataDir          string
+	regen            bool
+	runs             int
+	jobs             []string
+	memoryPool       int64
+	maxChunkSize     int64
+	topicParallelism int
+	pgURL            string
+	jsonOut          bool
+	cpuProfile       string
+	memProfile       string
+	keepDatabases    bool
+}
+
+func main() {
+	var cfg config
+	var shape, jobs, job, jobSpec, jobResult string
+	flag.StringVar(&shape, "shape", "all", "dataset shape: imu (narrow IMU rows), image (binary payload rows) or all")
+	flag.Int64Var(&cfg.size, "size", 0, "target uncompressed Arrow size of the topic, bytes (0 = 1100000000 for imu, 500000000 for image)")
+	flag.IntVar(&cfg.chunks, "chunks", 0, "number of input chunks (0 = 2000 for imu, 300 for image)")
+	flag.Float64Var(&cfg.overlap, "overlap", 0.05, "fraction (0..1) of each chunk's time span overlapping the previous chunk")
+	flag.Float64Var(&cfg.unsorted, "unsorted", 0, "fraction (0..1) of chunks whose rows are slightly out of order")
+	flag.IntVar(&cfg.payload, "payload", 50_000, "binary payload of each image row, bytes (10–100 KB is typical)")
+	flag.Int64Var(&cfg.seed, "seed", 1, "seed of the simulated data")
+	flag.StringVar(&cfg.dataDir, "data", filepath.Join(os.TempDir(), "storeopt-bench"), "directory of generated datasets (reused across invocations)")
+	flag.BoolVar(&cfg.regen, "regen", false, "regenerate the datasets even when -data holds them")
+	flag.IntVar(&cfg.runs, "runs", 3, "repetitions of every job; medians are reported")
+	flag.StringVar(&jobs, "jobs", strings.Join(allJobs, ","), "comma-separated jobs to run: read, storeopt, duckdb")
+	flag.Int64Var(&cfg.memoryPool, "memory-pool", 0, "storeopt memory pool, bytes (Activities.MemoryPoolBytes and STOREOPT_MEMORY_POOL_SIZE); 0 = unlimited")
+	flag.Int64Var(&cfg.maxChunkSize, "max-chunk-size", 256_000_000, "storeopt's soft limit of one output chunk, bytes")
+	flag.IntVar(&cfg.topicParallelism, "topic-parallelism", 2, "WriteChunks groups run at once by the storeopt job")
+	flag.StringVar(&cfg.pgURL, "pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL URL of a database to connect to for creating and dropping the bench databases")
+	flag.BoolVar(&cfg.jsonOut, "json", false, "print one JSON object per job and dataset, and one per dataset with the ratios, instead of the table")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of every storeopt job run to this file (.<shape>.<run> is inserted before the extension when there are several)")
+	flag.StringVar(&cfg.memProfile, "memprofile", "", "write a heap profile (in-use and allocations) at the end of every storeopt job run, named like -cpuprofile")
+	flag.BoolVar(&cfg.keepDatabases, "keep-databases", false, "do not drop the bench databases at the end (debugging)")
+	flag.StringVar(&job, "job", "", "internal: run one job in this process")
+	flag.StringVar(&jobSpec, "job-spec", "", "internal: job spec file")
+	flag.StringVar(&jobResult, "job-result", "", "internal: job result file")
+	flag.Parse()
+
+	if job != "" {
+		if err := runChild(job, jobSpec, jobResult); err != nil {
+			fmt.Fprintf(os.Stderr, "bench job %s: %v\n", job, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := cfg.finish(shape, jobs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// finish validates the flags and fills the derived fields.
+func (c *config) finish(shape, jobs string) error {
+	switch shape {
+	case shapeIMU, shapeImage:
+		c.shapes = []string{shape}
+	case "all":
+		c.shapes = []string{shapeIMU, shapeImage}
+	default:
+		return fmt.Errorf("-shape %q: want imu, image or all", shape)
+	}
+	for _, j := range strings.Split(jobs, ",") {
+		j = strings.TrimSpace(j)
+		if !contains(allJobs, j) {
+			return fmt.Errorf("-jobs: unknown job %q (read, storeopt, duckdb)", j)
+		}
+		if !contains(c.jobs, j) {
+			c.jobs = append(c.jobs, j)
+		}
+	}
+	switch {
+	case c.size < 0:
+		return fmt.Errorf("-size %d is negative", c.size)
+	case c.chunks < 0:
+		return fmt.Errorf("-chunks %d is negative", c.chunks)
+	case c.payload < 1:
+		return fmt.Errorf("-payload %d must be positive", c.payload)
+	case c.runs < 1:
+		return fmt.Errorf("-runs %d must be at least 1", c.runs)
+	case c.memoryPool < 0:
+		return fmt.Errorf("-memory-pool %d is negative (0 = unlimited)", c.memoryPool)
+	case c.maxChunkSize < 1:
+		return fmt.Errorf("-max-chunk-size %d must be positive", c.maxChunkSize)
+	case c.topicParallelism < 1:
+		return fmt.Errorf("-topic-parallelism %d must be at least 1", c.topicParallelism)
+	}
+	var err error
+	for _, p := range []*string{&c.dataDir, &c.cpuProfile, &c.memProfile} {
+		if *p != "" {
+			if *p, err = filepath.Abs(*p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// profilePath returns the profile file of one storeopt run: base itself when the invocation
+// has one shape and one run, else base with ".<shape>.<run>" before its extension.
+func (c *config) profilePath(base, shape string, run int) string {
+	if base == "" || (len(c.shapes) == 1 && c.runs == 1) {
+		return base
+	}
+	ext := filepath.Ext(base)
+	return fmt.Sprintf("%s.%s.%d%s", strings.TrimSuffix(base, ext), shape, run+1, ext)
+}
