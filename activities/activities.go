@@ -30,18 +30,23 @@ type Activities struct {
 	// MemoryPoolBytes caps the memory all activities of this worker use together, bytes
 	// (STOREOPT_MEMORY_POOL_SIZE); 0 = unlimited.
 	MemoryPoolBytes int64
+	// MemoryPool is the pool itself; when nil it is created on first use from MemoryPoolBytes.
+	MemoryPool *mempool.Pool
 
 	poolOnce sync.Once
-	pool     *mempool.Pool
 }
 
-// Pool returns the worker's memory pool, created on first use with MemoryPoolBytes.
-func (a *Activities) Pool() *mempool.Pool {
-	a.poolOnce.Do(func() { a.pool = mempool.New(a.MemoryPoolBytes) })
-	return a.pool
+// pool returns the worker's memory pool.
+func (a *Activities) pool() *mempool.Pool {
+	a.poolOnce.Do(func() {
+		if a.MemoryPool == nil {
+			a.MemoryPool = mempool.New(a.MemoryPoolBytes)
+		}
+	})
+	return a.MemoryPool
 }
 
-func (a *Activities) mem() memory.Allocator { return a.Pool().Allocator() }
+func (a *Activities) mem() memory.Allocator { return a.pool().Allocator() }
 
 // classify turns err into the error an activity returns: input faults, verification mismatches,
 // lost leases, changed chunk sets and unknown topics are non-retryable application errors whose

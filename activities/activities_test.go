@@ -11,6 +11,7 @@ import (
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/pgtest"
 	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/mempool"
 )
 
 // These tests call the activities directly (activities.WithRun stands for the workflow run) on a
@@ -24,7 +25,7 @@ func setup(t *testing.T, pool int64, topics []ingest.TopicSpec) (*activities.Act
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &activities.Activities{Catalog: cat, Bucket: b, MemoryPoolBytes: pool}, ingested
+	return &activities.Activities{Catalog: cat, Bucket: b, MemoryPool: mempool.New(pool)}, ingested
 }
 
 // optimize runs Lease, ReadSort and every WriteChunks group (all at once) for one topic under the
@@ -128,9 +129,9 @@ func optimizeConcurrently(t *testing.T, pool int64) int64 {
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	hw := a.Pool().Allocator().HighWater()
+	hw := a.MemoryPool.Allocator().HighWater()
 	t.Logf("pool %d bytes: allocator high-water %d bytes", pool, hw)
-	if n := a.Pool().Allocator().InUse(); n != 0 {
+	if n := a.MemoryPool.Allocator().InUse(); n != 0 {
 		t.Errorf("%d bytes of Arrow memory not freed", n)
 	}
 	for _, it := range ts {

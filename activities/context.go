@@ -44,7 +44,7 @@ func heartbeat(ctx context.Context, details any) {
 func (a *Activities) reserve(ctx context.Context, n int64) (*mempool.Reservation, error) {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		r, err := a.Pool().Reserve(wctx, n)
+		r, err := a.pool().Reserve(wctx, n)
 		cancel()
 		if err == nil || ctx.Err() != nil {
 			return r, err

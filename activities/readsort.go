@@ -137,7 +137,7 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	}
 	p, err := plan.Compute(inputs, samples, totals, plan.Options{
 		MaxChunkSizeBytes: in.MaxChunkSizeBytes, GroupSize: in.GroupTargetChunks,
-		MemoryBudgetBytes: a.Pool().Limit()})
+		MemoryBudgetBytes: a.pool().Limit()})
 	if err != nil {
 		return nil, nil, err
 	}

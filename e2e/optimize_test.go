@@ -23,6 +23,8 @@ type env struct {
 	cat *catalog.Catalog
 	b   *blob.Bucket
 	cfg app.Config
+	// lastRun is the workflow ID of the last run started by runPass.
+	lastRun string
 }
 
 func newEnv(t *testing.T) *env {
@@ -142,9 +144,14 @@ func (e *env) runPass(t *testing.T, opts app.PassOptions) workflows.StoreOptimiz
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := app.RunPass(ctx, e.srv.Client, e.cfg, opts)
+	run, err := app.StartPass(ctx, e.srv.Client, e.cfg, opts)
 	if err != nil {
-		t.Fatalf("run: %v", err)
+		t.Fatalf("start run: %v", err)
+	}
+	e.lastRun = run.GetID()
+	res, err := app.WaitPass(ctx, run)
+	if err != nil {
+		t.Fatalf("run %s: %v", run.GetID(), err)
 	}
 	return res
 }
@@ -200,6 +207,9 @@ func TestOptimizeTopics(t *testing.T) {
 		e.checkOptimized(t, s, maxChunk)
 	}
 	e.queueEmpty(t)
+	saveHistory(t, e.srv.Client, e.lastRun, "store-optimizer-run")
+	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID("hand/binary"), "optimize-topic-hand-binary")
+	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID("test_run/sensors/imu"), "optimize-topic-imu")
 
 	// A second pass finds nothing to do.
 	res = e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk})
