@@ -1,16 +1,29 @@
-// Package faults injects failures at named points of the activities, for the fault tests only.
-// It is inert unless the binary is built with the tag storeopt_faults AND the environment
-// variable STOREOPT_FAULTS names the point; a production build compiles Hit to a no-op.
+// Package faults injects failures at named points of the activities and of the object store, for
+// the fault tests only. It is inert unless the binary is built with the tag storeopt_faults AND
+// the environment variable STOREOPT_FAULTS names the point; a production build compiles Hit to a
+// no-op and has no fault store.
 //
 // STOREOPT_FAULTS is a ";"-separated list of "point=action[*count]": action is "fail" (a
 // retryable error), "hang" (block until the activity's context ends), "kill" (SIGKILL the worker
-// process, as a crash would) or "exit" (os.Exit(3)); count limits how many hits act (default:
-// every hit). Example: STOREOPT_FAULTS="write-chunks.after-object=kill".
+// process, as a crash would), "exit" (os.Exit(3)) or "sleep:DURATION" (wait DURATION, a
+// time.ParseDuration string, or until the context ends, then go on: a slow step); count limits
+// how many hits act (default: every hit). Example:
+// STOREOPT_FAULTS="write-chunks.after-object=kill;store.read=fail*3".
+//
+// Every hit that acts writes one line "storeopt-faults: <point>=<action>" to stderr before acting,
+// so a test can tell that its fault was reached.
+//
+// The store points act through the fault store: with the tag, a store URL
+// "faultfile:///abs/dir" (StoreScheme) opens the file:// store at /abs/dir wrapped so that every
+// read (attributes, list, opening a reader) hits StoreRead and every write (committing an upload,
+// copy, delete) hits StoreWrite; a failing hit returns an error from the store call itself, as an
+// unreachable store would.
 package faults
 
-// Points at which activities call Hit.
+// Points at which activities (and the fault store) call Hit.
 const (
 	LeaseAfter             = "lease.after"
+	ReadSortStart          = "read-sort.start"
 	ReadSortBeforeSave     = "read-sort.before-save"
 	WriteChunksBeforeWrite = "write-chunks.before-object"
 	WriteChunksAfterWrite  = "write-chunks.after-object"
@@ -18,11 +31,24 @@ const (
 	CommitBeforeTx         = "commit.before-tx"
 	CommitAfterTx          = "commit.after-tx"
 	ReleaseBefore          = "release.before"
+	// StoreRead is hit by every read of the fault store (StoreScheme).
+	StoreRead = "store.read"
+	// StoreWrite is hit by every write of the fault store (StoreScheme).
+	StoreWrite = "store.write"
 )
 
 // Points lists every point, for suites that try each one.
-var Points = []string{LeaseAfter, ReadSortBeforeSave, WriteChunksBeforeWrite, WriteChunksAfterWrite,
-	WriteChunksAfterStage, CommitBeforeTx, CommitAfterTx, ReleaseBefore}
+var Points = []string{LeaseAfter, ReadSortStart, ReadSortBeforeSave, WriteChunksBeforeWrite,
+	WriteChunksAfterWrite, WriteChunksAfterStage, CommitBeforeTx, CommitAfterTx, ReleaseBefore,
+	StoreRead, StoreWrite}
 
 // EnvVar is the environment variable read by builds with the storeopt_faults tag.
 const EnvVar = "STOREOPT_FAULTS"
+
+// StoreScheme is the URL scheme of the fault store, registered in gocloud.dev/blob's default URL
+// mux by builds with the storeopt_faults tag: "faultfile:///abs/dir" is "file:///abs/dir" with
+// the StoreRead and StoreWrite points.
+const StoreScheme = "faultfile"
+
+// LogPrefix starts the stderr line written by every hit that acts.
+const LogPrefix = "storeopt-faults: "

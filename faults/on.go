@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Enabled is true in builds with the storeopt_faults tag.
@@ -49,7 +50,7 @@ func load() {
 	}
 }
 
-// Hit acts on point as STOREOPT_FAULTS says: returns an error, blocks, or kills the process.
+// Hit acts on point as STOREOPT_FAULTS says: returns an error, blocks, sleeps or kills the process.
 func Hit(ctx context.Context, point string) error {
 	mu.Lock()
 	load()
@@ -63,17 +64,30 @@ func Hit(ctx context.Context, point string) error {
 	}
 	action := r.action
 	mu.Unlock()
-	switch action {
-	case "fail":
+	fmt.Fprintf(os.Stderr, "%s%s=%s\n", LogPrefix, point, action)
+	switch {
+	case action == "fail":
 		return fmt.Errorf("injected fault at %s", point)
-	case "hang":
+	case action == "hang":
 		<-ctx.Done()
 		return ctx.Err()
-	case "kill":
+	case action == "kill":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
-	case "exit":
+	case action == "exit":
 		os.Exit(3)
+	case strings.HasPrefix(action, "sleep:"):
+		d, err := time.ParseDuration(strings.TrimPrefix(action, "sleep:"))
+		if err != nil {
+			return fmt.Errorf("fault at %s: bad sleep action %q: %v", point, action, err)
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return nil
 }
