@@ -31,6 +31,9 @@ const scanParallelism = 2
 // the chunk's object key and the cause), no chunks, no rows, or a missing metadata.json;
 // ErrTypeLeaseLost when the run no longer holds the lease.
 func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortResult, error) {
+	if err := faults.Hit(ctx, faults.ReadSortStart); err != nil {
+		return ReadSortResult{}, err
+	}
 	topic, lease, token, err := a.leased(ctx, in.TopicID)
 	if err != nil {
 		return ReadSortResult{}, err
