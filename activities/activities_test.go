@@ -17,7 +17,7 @@ import (
 // These tests call the activities directly (activities.WithRun stands for the workflow run) on a
 // real PostgreSQL catalog and a file store; the workflows are tested elsewhere.
 
-func setup(t *testing.T, pool int64, topics []ingest.TopicSpec) (*activities.Activities, []ingest.IngestedTopic) {
+func setup(t testing.TB, pool int64, topics []ingest.TopicSpec) (*activities.Activities, []ingest.IngestedTopic) {
 	t.Helper()
 	cat := pgtest.NewCatalog(t)
 	b, _ := testenv.NewBucket(t)

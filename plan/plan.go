@@ -112,7 +112,11 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 		Sample
 		bytes int64
 	}
-	var all []weighted
+	n := 0
+	for _, s := range samples {
+		n += len(s)
+	}
+	all := make([]weighted, 0, n)
 	var rows, footer int64
 	for i, in := range inputs {
 		footer = max(footer, in.FooterBytes)
@@ -186,17 +190,18 @@ func overlaps(in Input, lo, hi *Key) bool {
 }
 
 // batchSizes picks the rows per record batch (about 8 MiB of Arrow data) and per row group
-// (about 64 MiB, 32 MiB when rows are wider than 4 KiB, as for camera payloads) from the inputs'
+// (about 64 MiB, 16 MiB when rows are wider than 4 KiB, as for camera payloads: readers of
+// binary columns decode a whole column chunk at once) from the inputs'
 // Arrow bytes per row. Both are deterministic functions of the inputs, so a retried write gives
 // the same bytes.
 func batchSizes(inputs []Input) (batchRows, rowGroupRows int64) {
 	bpr := arrowBytesPerRow(inputs)
 	rgBytes := int64(64 << 20)
 	if bpr > 4096 {
-		rgBytes = 32 << 20
+		rgBytes = 16 << 20
 	}
 	batchRows = min(max((8<<20)/bpr, 16), 64<<10)
-	rowGroupRows = min(max(rgBytes/bpr, 1024), 1<<20)
+	rowGroupRows = min(max(rgBytes/bpr, 16), 1<<20)
 	return batchRows, rowGroupRows
 }
 

@@ -499,8 +499,8 @@ func TestBatchSizes(t *testing.T) {
 		{"narrow rows hit the caps", []Input{in(1000, 8_000)}, 64 << 10, 1 << 20},
 		{"100-byte rows", []Input{in(600, 30_000), in(400, 70_000)}, 64 << 10, (64 << 20) / 100},
 		{"4 KiB rows keep 64 MiB row groups", []Input{in(10, 40_960)}, (8 << 20) / 4096, (64 << 20) / 4096},
-		{"wide rows take 32 MiB row groups", []Input{in(10, 81_920)}, (8 << 20) / 8192, (32 << 20) / 8192},
-		{"huge rows keep the floors", []Input{in(2, 2<<30)}, 16, 1024},
+		{"wide rows take 16 MiB row groups", []Input{in(10, 81_920)}, (8 << 20) / 8192, (16 << 20) / 8192},
+		{"huge rows keep the floors", []Input{in(2, 2<<30)}, 16, 16},
 		{"no rows", []Input{in(0, 0)}, 64 << 10, 1 << 20},
 	}
 	for _, tc := range tests {

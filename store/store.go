@@ -107,18 +107,20 @@ var ErrNotExist = errors.New("object does not exist")
 // OpenObject opens key for random access. Objects up to 16 MiB are read whole into memory;
 // larger ones are served by range reads. Returns an error wrapping ErrNotExist when key is absent.
 func OpenObject(ctx context.Context, b *blob.Bucket, key string) (Object, error) {
-	attrs, err := b.Attributes(ctx, key)
+	r, err := b.NewReader(ctx, key, nil)
 	if err != nil {
 		return nil, wrapNotExist(key, err)
 	}
-	if attrs.Size <= inMemoryLimit {
-		data, err := b.ReadAll(ctx, key)
-		if err != nil {
-			return nil, wrapNotExist(key, err)
-		}
-		return &memObject{Reader: bytes.NewReader(data)}, nil
+	defer r.Close()
+	size := r.Size()
+	if size > inMemoryLimit {
+		return &rangeObject{ctx: ctx, b: b, key: key, size: size}, nil
 	}
-	return &rangeObject{ctx: ctx, b: b, key: key, size: attrs.Size}, nil
+	data := make([]byte, size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, fmt.Errorf("object %s: read %d bytes: %w", key, size, err)
+	}
+	return &memObject{Reader: bytes.NewReader(data)}, nil
 }
 
 func wrapNotExist(key string, err error) error {
