@@ -40,6 +40,9 @@ func newRootCommand() *cobra.Command {
 				return err
 			}
 			logger := cfg.NewLogger()
+			if limit := app.ApplyMemoryLimit(cfg.MemoryPoolBytes); limit > 0 {
+				logger.Info("Go memory limit set from the memory pool", "limit_bytes", limit)
+			}
 			ctx := cmd.Context()
 			c, err := app.Dial(ctx, cfg, logger)
 			if err != nil {
