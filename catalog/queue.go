@@ -9,12 +9,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// EnqueueUnoptimized queues every finalized topic that was never optimized and is not queued
-// yet, and returns how many it added.
+// EnqueueUnoptimized queues every finalized topic that was never optimized, is not queued yet
+// and is not quarantined (see RecordFailure), and returns how many it added.
 func (c *Catalog) EnqueueUnoptimized(ctx context.Context) (added int, err error) {
 	tag, err := c.Pool.Exec(ctx, `
 		INSERT INTO optimization_queue (topic_id)
 		SELECT id FROM topics WHERE finalized_at IS NOT NULL AND optimized_at IS NULL
+			AND NOT EXISTS (SELECT 1 FROM topic_failures f WHERE f.topic_id = topics.id AND f.quarantined_at IS NOT NULL)
 		ORDER BY id
 		ON CONFLICT (topic_id) DO NOTHING`)
 	if err != nil {
