@@ -46,7 +46,7 @@ const failureColumns = `f.topic_id, t.locator, f.error_type, f.message, f.failur
 // RecordFailure counts one failed optimization of a topic by the run fencingToken with error
 // type errorType and message message, and returns the topic's streak afterwards. A failure with
 // the same error type and message (data prefixes aside) as the streak's extends it; another
-// failure starts a new streak of 1. Once a streak reaches quarantineAfter (≤ 0: 
+// failure starts a new streak of 1. Once a streak reaches quarantineAfter (≤ 0:
 // DefaultQuarantineAfter), the topic is quarantined (QuarantinedAt set) until a committed
 // optimization or ClearQuarantine ends the streak; a quarantined topic stays quarantined when it
 // fails another way. Recording the same run's failure again (a retried call) changes nothing.
