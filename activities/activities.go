@@ -32,6 +32,9 @@ type Activities struct {
 	MemoryPoolBytes int64
 	// MemoryPool is the pool itself; when nil it is created on first use from MemoryPoolBytes.
 	MemoryPool *mempool.Pool
+	// QuarantineAfter is how many consecutive failures of a topic with the same error type and
+	// message quarantine it (see QuarantineErrorTypes); 0 = catalog.DefaultQuarantineAfter (3).
+	QuarantineAfter int
 
 	poolOnce sync.Once
 }
@@ -77,7 +80,8 @@ func classify(locator string, err error) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("topic %s: %v", locator, err), errType, nil)
 }
 
-// EnqueueTopics rescans the catalog and queues every finalized topic that was never optimized.
+// EnqueueTopics rescans the catalog and queues every finalized topic that was never optimized
+// and is not quarantined; the result also reports the quarantined topics.
 func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (EnqueueTopicsResult, error) {
 	added, err := a.Catalog.EnqueueUnoptimized(ctx)
 	if err != nil {
@@ -87,8 +91,12 @@ func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (
 	if err != nil {
 		return EnqueueTopicsResult{}, err
 	}
-	logger(ctx).Info("Topics queued", "added", added, "queued", queued)
-	return EnqueueTopicsResult{Added: added, Queued: queued}, nil
+	quarantined, listed, err := a.quarantineReport(ctx)
+	if err != nil {
+		return EnqueueTopicsResult{}, err
+	}
+	logger(ctx).Info("Topics queued", "added", added, "queued", queued, "quarantined", quarantined)
+	return EnqueueTopicsResult{Added: added, Queued: queued, Quarantined: quarantined, QuarantinedTopics: listed}, nil
 }
 
 // ListQueuedTopics returns one page of the optimization queue in topic ID order.
@@ -160,7 +168,8 @@ func (a *Activities) leased(ctx context.Context, topicID int64) (catalog.Topic, 
 
 // Release drops the lease if the calling run still holds it and deletes this run's partial
 // output (its fresh prefix). A lease already committed or taken over is left alone, so Release
-// never deletes a prefix the catalog references.
+// never deletes a prefix the catalog references. A failure whose ErrorType is one of
+// QuarantineErrorTypes is counted toward the topic's quarantine (once per run).
 func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResult, error) {
 	_, token := run(ctx)
 	if err := faults.Hit(ctx, faults.ReleaseBefore); err != nil {
@@ -171,12 +180,16 @@ func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResul
 		return ReleaseResult{}, err
 	}
 	res := ReleaseResult{Released: released}
+	if res.Failures, res.Quarantined, err = a.recordFailure(ctx, in, token); err != nil {
+		return res, err
+	}
 	if released && fresh != "" {
 		if res.DeletedObjects, err = store.DeletePrefix(ctx, a.Bucket, fresh); err != nil {
 			return res, err
 		}
 	}
 	logger(ctx).Info("Lease released", "topicID", in.TopicID, "released", released,
-		"deletedObjects", res.DeletedObjects, "reason", in.Reason)
+		"deletedObjects", res.DeletedObjects, "reason", in.Reason, "failures", res.Failures,
+		"quarantined", res.Quarantined)
 	return res, nil
 }

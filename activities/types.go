@@ -28,10 +28,15 @@ var NonRetryableErrorTypes = []string{
 // EnqueueTopicsInput is the input of EnqueueTopics.
 type EnqueueTopicsInput struct{}
 
-// EnqueueTopicsResult says how many topics were newly queued and how many are queued in all.
+// EnqueueTopicsResult says how many topics were newly queued and how many are queued in all,
+// and which topics are quarantined (not queued).
 type EnqueueTopicsResult struct {
 	Added  int
 	Queued int
+	// Quarantined counts the quarantined topics; QuarantinedTopics lists the first
+	// MaxReportedQuarantined of them in topic ID order.
+	Quarantined       int
+	QuarantinedTopics []QuarantinedTopic
 }
 
 // ListQueuedTopicsInput asks for one page of the queue, in topic ID order, after AfterTopicID.
@@ -121,10 +126,18 @@ type CommitResult struct {
 type ReleaseInput struct {
 	TopicID int64
 	Reason  string
+	// ErrorType and Error are the type and message of the activity error that failed the
+	// optimization ("" after a cancellation or a failure that is not an activity error). A
+	// failure of one of QuarantineErrorTypes counts toward the topic's quarantine.
+	ErrorType string
+	Error     string
 }
 
-// ReleaseResult says whether the lease was still ours and what was deleted.
+// ReleaseResult says whether the lease was still ours and what was deleted, and where the topic's
+// failure streak stands (Failures 0 when the failure did not count toward quarantine).
 type ReleaseResult struct {
 	Released       bool
 	DeletedObjects int
+	Failures       int
+	Quarantined    bool
 }
