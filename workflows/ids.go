@@ -55,23 +55,46 @@ const (
 // "storeopt-topic:" + locator. Temporal refuses a second running execution with the same ID, so at
 // most one optimization per topic runs at a time.
 //
-// A locator longer than 200 bytes or not valid UTF-8 gives "storeopt-topic:" + at most its first
-// 100 bytes (invalid bytes dropped, control and non-printable characters replaced by '_', cut at a
-// character boundary) + "~" + the first 32 hex digits of the SHA-256 of the whole locator. The
-// result is deterministic, at most 164 bytes long for such locators, and distinct for distinct
-// locators (up to SHA-256 collisions).
+// A locator longer than 200 bytes or with any byte outside printable ASCII (0x20-0x7e: non-ASCII
+// characters, control characters, invalid UTF-8) gives "storeopt-topic:" + at most its first 100
+// characters made printable ASCII (invalid bytes dropped, every other character outside
+// printable ASCII replaced by '_') + "~" + the first 32 hex digits of the SHA-256 of the whole
+// locator. The SDK sends the workflow ID in a gRPC header ("temporal-resource-id"), and gRPC
+// refuses header values outside printable ASCII: a child with such an ID never completes a
+// workflow task. The result is deterministic, at most 164 bytes long for such locators, and
+// distinct for distinct locators (up to SHA-256 collisions).
 func TopicWorkflowID(locator string) string {
-	if len(locator) <= maxPlainLocatorBytes && utf8.ValidString(locator) {
+	if len(locator) <= maxPlainLocatorBytes && isPrintableASCII(locator) {
 		return topicWorkflowIDPrefix + locator
 	}
 	return topicWorkflowIDPrefix + shortLocator(locator)
 }
 
-// shortLocator returns at most the first 100 bytes of locator made readable, "~" and the first 32
-// hex digits of the SHA-256 of the whole locator.
+// isPrintableASCII reports whether every byte of s is in 0x20-0x7e.
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// shortLocator returns at most the first 100 bytes of locator made printable ASCII, "~" and the
+// first 32 hex digits of the SHA-256 of the whole locator.
 func shortLocator(locator string) string {
 	sum := sha256.Sum256([]byte(locator))
-	return readablePrefix(locator, hashedLocatorKeepBytes) + "~" + hex.EncodeToString(sum[:])[:hashedLocatorHexDigits]
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(locator, "") {
+		if b.Len() == hashedLocatorKeepBytes {
+			break
+		}
+		if r < 0x20 || r > 0x7e {
+			r = '_'
+		}
+		b.WriteRune(r)
+	}
+	return b.String() + "~" + hex.EncodeToString(sum[:])[:hashedLocatorHexDigits]
 }
 
 const (

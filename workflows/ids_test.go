@@ -12,8 +12,9 @@ import (
 
 func TestTopicWorkflowIDKeepsOrdinaryLocators(t *testing.T) {
 	require.Equal(t, "storeopt-topic:run_2023_01/sensors/imu", TopicWorkflowID("run_2023_01/sensors/imu"))
-	exactly200 := "s/" + strings.Repeat("é", 99) // 2 + 198 bytes
+	exactly200 := "s/" + strings.Repeat("x", 198)
 	require.Equal(t, "storeopt-topic:"+exactly200, TopicWorkflowID(exactly200))
+	require.Equal(t, "storeopt-topic:s/ with spaces, 'quotes' & 100%", TopicWorkflowID("s/ with spaces, 'quotes' & 100%"))
 }
 
 func TestTopicWorkflowIDHashesLongAndInvalidLocators(t *testing.T) {
@@ -23,10 +24,13 @@ func TestTopicWorkflowIDHashesLongAndInvalidLocators(t *testing.T) {
 		locator  string
 		readable string
 	}{
-		"201 bytes":         {"s/" + strings.Repeat("x", 199), "s/" + strings.Repeat("x", 98)},
-		"long":              {long, long[:100]},
-		"invalid UTF-8":     {"seq/\xff\xfetopic", "seq/topic"},
-		"cut at a boundary": {"s/\x01" + strings.Repeat("é", 150), "s/_" + strings.Repeat("é", 48)},
+		"201 bytes":     {"s/" + strings.Repeat("x", 199), "s/" + strings.Repeat("x", 98)},
+		"long":          {long, long[:100]},
+		"invalid UTF-8": {"seq/\xff\xfetopic", "seq/topic"},
+		"cut at 100":    {"s/\x01" + strings.Repeat("é", 150), "s/_" + strings.Repeat("_", 97)},
+		// gRPC header values must be printable ASCII (the SDK sends the ID in one).
+		"non-ASCII":         {"s/ünïcødé 😀", "s/_n_c_d_ _"},
+		"control character": {"s/tab\tnew\nline", "s/tab_new_line"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -35,6 +39,7 @@ func TestTopicWorkflowIDHashesLongAndInvalidLocators(t *testing.T) {
 			require.NotNil(t, m, id)
 			require.Equal(t, c.readable, m[1])
 			require.True(t, utf8.ValidString(id))
+			require.True(t, isPrintableASCII(id), id)
 			require.LessOrEqual(t, len(id), len("storeopt-topic:")+100+1+32)
 			require.Equal(t, id, TopicWorkflowID(c.locator), "deterministic")
 		})
