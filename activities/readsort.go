@@ -153,7 +153,9 @@ func (a *Activities) checkMetadata(ctx context.Context, prefix string) error {
 	key := store.MetadataKey(prefix)
 	attrs, err := a.Bucket.Attributes(ctx, key)
 	if err != nil {
-		if ok, _ := a.Bucket.Exists(ctx, key); !ok {
+		// Only a store that answers "no such object" makes this an input fault; any other error
+		// (the store unreachable) is retried.
+		if ok, existsErr := a.Bucket.Exists(ctx, key); existsErr == nil && !ok {
 			return &parquetio.InputError{Err: fmt.Errorf("%s: topic metadata is missing", key)}
 		}
 		return err
