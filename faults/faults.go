@@ -16,7 +16,8 @@
 // The store points act through the fault store: with the tag, a store URL
 // "faultfile:///abs/dir" (StoreScheme) opens the file:// store at /abs/dir wrapped so that every
 // read (attributes, list, opening a reader) hits StoreRead and every write (committing an upload,
-// copy, delete) hits StoreWrite; a failing hit returns an error from the store call itself, as an
+// copy, delete) hits StoreWrite; lists also hit StoreList and deletes StoreDelete (the deletion
+// of a partial output). A failing hit returns an error from the store call itself, as an
 // unreachable store would.
 package faults
 
@@ -35,12 +36,16 @@ const (
 	StoreRead = "store.read"
 	// StoreWrite is hit by every write of the fault store (StoreScheme).
 	StoreWrite = "store.write"
+	// StoreList is hit by every list request of the fault store (after StoreRead).
+	StoreList = "store.list"
+	// StoreDelete is hit by every delete of the fault store (after StoreWrite).
+	StoreDelete = "store.delete"
 )
 
 // Points lists every point, for suites that try each one.
 var Points = []string{LeaseAfter, ReadSortStart, ReadSortBeforeSave, WriteChunksBeforeWrite,
 	WriteChunksAfterWrite, WriteChunksAfterStage, CommitBeforeTx, CommitAfterTx, ReleaseBefore,
-	StoreRead, StoreWrite}
+	StoreRead, StoreWrite, StoreList, StoreDelete}
 
 // EnvVar is the environment variable read by builds with the storeopt_faults tag.
 const EnvVar = "STOREOPT_FAULTS"

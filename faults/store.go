@@ -59,14 +59,18 @@ func (s *faultStore) Attributes(ctx context.Context, key string) (*driver.Attrib
 }
 
 func (s *faultStore) ListPaged(ctx context.Context, opts *driver.ListOptions) (*driver.ListPage, error) {
-	if err := Hit(ctx, StoreRead); err != nil {
+	if err := hitAll(ctx, StoreRead, StoreList); err != nil {
 		return nil, err
 	}
 	token := opts.PageToken
 	if len(token) == 0 {
 		token = blob.FirstPageToken
 	}
-	objs, next, err := s.b.ListPage(ctx, token, opts.PageSize, &blob.ListOptions{Prefix: opts.Prefix, Delimiter: opts.Delimiter})
+	size := opts.PageSize
+	if size <= 0 {
+		size = 1000 // the driver's choice; blob.ListPage insists on a size
+	}
+	objs, next, err := s.b.ListPage(ctx, token, size, &blob.ListOptions{Prefix: opts.Prefix, Delimiter: opts.Delimiter})
 	if err != nil {
 		return nil, err
 	}
@@ -138,8 +142,18 @@ func (s *faultStore) Copy(ctx context.Context, dstKey, srcKey string, _ *driver.
 }
 
 func (s *faultStore) Delete(ctx context.Context, key string, _ *driver.DeleteOptions) error {
-	if err := Hit(ctx, StoreWrite); err != nil {
+	if err := hitAll(ctx, StoreWrite, StoreDelete); err != nil {
 		return err
 	}
 	return s.b.Delete(ctx, key)
+}
+
+// hitAll hits each point in turn and returns the first error.
+func hitAll(ctx context.Context, points ...string) error {
+	for _, p := range points {
+		if err := Hit(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
