@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gocloud.dev/blob"
 	"golang.org/x/sync/errgroup"
@@ -63,7 +64,8 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 		return res, fmt.Errorf("create %s: %w", key, err)
 	}
 	cw := &countingWriter{w: bw}
-	pw, err := parquetio.NewWriter(cw, schema, parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows, Mem: mem})
+	wschema := writerSchema(schema)
+	pw, err := parquetio.NewWriter(cw, wschema, parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows, Mem: mem})
 	if err != nil {
 		abort()
 		_ = bw.Close()
@@ -74,7 +76,14 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 	g, gctx := errgroup.WithContext(uctx)
 	g.Go(func() error { // encoder
 		var h verify.Hasher
+		tsField := schema.FieldIndices(parquetio.TimestampColumn)[0]
 		for rec := range batches {
+			rec = corruptBatch(rec, tsField, mem)
+			if wschema != schema {
+				rewrapped := array.NewRecordBatch(wschema, rec.Columns(), rec.NumRows())
+				rec.Release()
+				rec = rewrapped
+			}
 			stats.Add(rec)
 			h.AddRows(&res.Written, rec, 0, rec.NumRows())
 			err := pw.Write(rec)

@@ -56,6 +56,11 @@ func FirstDifference(want, got *arrow.Schema) string {
 		writeField(&wb, f)
 		writeField(&gb, got.Field(i))
 		if wb.String() != gb.String() {
+			g := got.Field(i)
+			if f.Name == g.Name && arrow.TypeEqual(f.Type, g.Type) && f.Nullable == g.Nullable &&
+				metadataString(f.Metadata) != metadataString(g.Metadata) {
+				return fmt.Sprintf("field %q metadata differs: %s vs %s", f.Name, metadataString(f.Metadata), metadataString(g.Metadata))
+			}
 			return fmt.Sprintf("field %d differs: %s vs %s", i, wb.String(), gb.String())
 		}
 	}

@@ -13,8 +13,12 @@ STOREOPT_TEMPORAL_CLI="$(scripts/temporal-cli.sh)"
 export STOREOPT_TEMPORAL_CLI
 scripts/ensure-postgres.sh
 
+# The tests are built with the fault-injection points compiled in (package faults); they stay
+# inert unless a test sets STOREOPT_FAULTS. Production builds leave the tag out.
+tags=(-tags storeopt_faults)
 log "go vet ./..."
 go vet ./...
+go vet "${tags[@]}" ./...
 
 if [[ -x scripts/workflowcheck.sh ]]; then
   log "workflowcheck"
@@ -28,4 +32,4 @@ for arg in "$@"; do
   esac
 done
 log "go test ${*} ${packages[*]}"
-go test -count=1 -timeout 20m "$@" "${packages[@]}"
+go test "${tags[@]}" -count=1 -timeout 20m "$@" "${packages[@]}"
