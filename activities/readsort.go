@@ -68,6 +68,10 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 
 // planTopic scans the topic's chunks and computes its plan.
 func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in ReadSortInput) (*plan.Plan, []int64, error) {
+	// A hostile data prefix ("../x", "/etc") is refused before any object under it is read.
+	if err := store.CheckPrefix(topic.DataPrefix); err != nil {
+		return nil, nil, &parquetio.InputError{Err: err}
+	}
 	if err := a.checkMetadata(ctx, topic.DataPrefix); err != nil {
 		return nil, nil, err
 	}
