@@ -1,0 +1,127 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/storeopt/storeopt/activities"
+)
+
+// DefaultRetentionDuration is how long an unreferenced data prefix is kept (marked) before the
+// cleanup routine deletes its objects, when CleanupInput gives none: 24 hours.
+const DefaultRetentionDuration = 24 * time.Hour
+
+// Steps of a cleanup, as the progress query reports them.
+const (
+	cleanupStepMark   = "mark"
+	cleanupStepDelete = "delete"
+)
+
+// CleanupInput is the input of CleanupWorkflow.
+type CleanupInput struct {
+	// RetentionDuration is how long a prefix stays marked unreferenced before its objects are
+	// deleted, measured by the catalog database's clock. nil = DefaultRetentionDuration (24 h);
+	// 0 = delete unreferenced prefixes in the same pass that finds them. In JSON: nanoseconds,
+	// e.g. {"RetentionDuration": 3600000000000} for one hour, {} for the default.
+	RetentionDuration *time.Duration
+	// PageSize is how many prefixes or marks one page of the activities handles; 0 = 1000.
+	PageSize int
+	// HeartbeatTimeout of the cleanup activities; 0 = DefaultHeartbeatTimeout (one minute).
+	HeartbeatTimeout time.Duration
+}
+
+// RetentionOf returns a *time.Duration for CleanupInput.RetentionDuration.
+func RetentionOf(d time.Duration) *time.Duration { return &d }
+
+// CleanupResult counts what one cleanup pass did with the store's top-level prefixes.
+type CleanupResult struct {
+	RetentionDuration time.Duration // the retention applied
+	Prefixes          int           // "tp_<ULID>/" prefixes listed in the store
+	Referenced        int           // referenced by a topic, a live lease or a plan: kept
+	Marked            int           // unreferenced, marked by this pass
+	Unmarked          int           // marked earlier but referenced again: mark removed
+	Pending           int           // marked, retention not over yet: kept for now
+	Ignored           int           // top-level entries that are not "tp_<ULID>/" prefixes
+	Deleted           int           // prefixes whose objects were deleted
+	DeletedObjects    int           // objects deleted
+	DeleteFailed      int           // prefixes whose deletion failed (retried by the next pass)
+	Errors            []string      // the first deletion errors (at most activities.MaxCleanupErrors)
+}
+
+// CleanupWorkflow is one pass of the cleanup routine: MarkPrefixes lists every top-level
+// "tp_<ULID>/" prefix of the store and marks those nothing in the catalog references (a topic's
+// data prefix, a live lease's or a plan's fresh prefix), unmarking those referenced again; then
+// DeleteMarkedPrefixes deletes the objects of every prefix marked at least RetentionDuration ago
+// that is still unreferenced, deciding each one in a catalog transaction. The old prefix of an
+// optimized topic is thus deleted one retention period after the first pass that sees it
+// unreferenced, so readers that resolved it just before the switch keep working.
+//
+// Prefix lists never pass through the workflow: the activities page through the store and the
+// catalog and return counts. A failed deletion is counted in the result (DeleteFailed, Errors)
+// and left marked for the next pass; the workflow fails only when an activity fails after its
+// retries, or with a non-retryable activities.ErrTypeInput error for a negative retention.
+//
+// Queries: ProgressQuery returns the current step ("mark", "delete", "done").
+func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, error) {
+	retention := DefaultRetentionDuration
+	if in.RetentionDuration != nil {
+		retention = *in.RetentionDuration
+	}
+	res := CleanupResult{RetentionDuration: retention}
+	if retention < 0 {
+		return res, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("cleanup: retention duration %s is negative (0 deletes at once)", retention),
+			activities.ErrTypeInput, nil)
+	}
+	step := cleanupStepMark
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (string, error) { return step, nil }); err != nil {
+		return res, err
+	}
+	actx := withCleanupOptions(ctx, in.HeartbeatTimeout)
+	logger := workflow.GetLogger(ctx)
+
+	var marked activities.MarkPrefixesResult
+	if err := workflow.ExecuteActivity(actx, a.MarkPrefixes,
+		activities.MarkPrefixesInput{PageSize: in.PageSize}).Get(ctx, &marked); err != nil {
+		return res, err
+	}
+	res.Prefixes, res.Referenced, res.Marked = marked.Prefixes, marked.Referenced, marked.Marked
+	res.Unmarked, res.Ignored = marked.Unmarked, marked.Ignored
+
+	step = cleanupStepDelete
+	var deleted activities.DeleteMarkedPrefixesResult
+	if err := workflow.ExecuteActivity(actx, a.DeleteMarkedPrefixes, activities.DeleteMarkedPrefixesInput{
+		RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &deleted); err != nil {
+		return res, err
+	}
+	res.Unmarked += deleted.Unmarked
+	res.Pending = deleted.Pending
+	res.Deleted, res.DeletedObjects = deleted.Deleted, deleted.DeletedObjects
+	res.DeleteFailed, res.Errors = deleted.DeleteFailed, deleted.Errors
+
+	step = stepDone
+	logger.Info("Cleanup finished", "RetentionDuration", retention, "Prefixes", res.Prefixes,
+		"Referenced", res.Referenced, "Marked", res.Marked, "Unmarked", res.Unmarked, "Pending", res.Pending,
+		"Deleted", res.Deleted, "DeletedObjects", res.DeletedObjects, "DeleteFailed", res.DeleteFailed)
+	for _, e := range res.Errors {
+		logger.Warn("Prefix not deleted", "Error", e)
+	}
+	return res, nil
+}
+
+// withCleanupOptions sets the options of the cleanup activities: long, heartbeating (a lost
+// worker is noticed within the heartbeat timeout and the activity resumes from its last
+// heartbeat elsewhere), infrastructure faults retried.
+func withCleanupOptions(ctx workflow.Context, heartbeatTimeout time.Duration) workflow.Context {
+	if heartbeatTimeout <= 0 {
+		heartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 6 * time.Hour,
+		HeartbeatTimeout:    heartbeatTimeout,
+		RetryPolicy:         retryPolicy(20),
+	})
+}

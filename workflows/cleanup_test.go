@@ -1,0 +1,70 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/storeopt/storeopt/activities"
+)
+
+// runCleanup runs CleanupWorkflow with mocked activities and returns its result and the
+// retention DeleteMarkedPrefixes was given (-1 if it was not called).
+func runCleanup(t *testing.T, in CleanupInput, deleted activities.DeleteMarkedPrefixesResult) (CleanupResult, time.Duration, error) {
+	t.Helper()
+	env := newTestEnv(t)
+	env.RegisterWorkflow(CleanupWorkflow)
+	env.OnActivity(a.MarkPrefixes, mock.Anything, mock.Anything).Return(activities.MarkPrefixesResult{
+		Prefixes: 10, Referenced: 6, Marked: 2, Unmarked: 1, Pending: 2, Ignored: 1}, nil).Maybe()
+	got := time.Duration(-1)
+	env.OnActivity(a.DeleteMarkedPrefixes, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DeleteMarkedPrefixesInput) (activities.DeleteMarkedPrefixesResult, error) {
+			got = in.RetentionDuration
+			return deleted, nil
+		}).Maybe()
+	env.ExecuteWorkflow(CleanupWorkflow, in)
+	require.True(t, env.IsWorkflowCompleted())
+	var res CleanupResult
+	if err := env.GetWorkflowError(); err != nil {
+		return res, got, err
+	}
+	require.NoError(t, env.GetWorkflowResult(&res))
+	return res, got, nil
+}
+
+func TestCleanupWorkflowCombinesCounts(t *testing.T) {
+	res, retention, err := runCleanup(t, CleanupInput{RetentionDuration: RetentionOf(0)},
+		activities.DeleteMarkedPrefixesResult{Deleted: 3, DeletedObjects: 40, Unmarked: 1, DeleteFailed: 1,
+			Errors: []string{"prefix tp_X: permission denied"}, Pending: 0})
+	require.NoError(t, err)
+	require.Zero(t, retention, "0 deletes at once")
+	require.Equal(t, CleanupResult{Prefixes: 10, Referenced: 6, Marked: 2, Unmarked: 2, Ignored: 1,
+		Deleted: 3, DeletedObjects: 40, DeleteFailed: 1, Errors: []string{"prefix tp_X: permission denied"}}, res)
+}
+
+func TestCleanupWorkflowRetention(t *testing.T) {
+	res, retention, err := runCleanup(t, CleanupInput{}, activities.DeleteMarkedPrefixesResult{Pending: 2})
+	require.NoError(t, err)
+	require.Equal(t, DefaultRetentionDuration, retention, "no retention given: 24 h")
+	require.Equal(t, 24*time.Hour, res.RetentionDuration)
+	require.Equal(t, 2, res.Pending)
+
+	_, retention, err = runCleanup(t, CleanupInput{RetentionDuration: RetentionOf(time.Hour)}, activities.DeleteMarkedPrefixesResult{})
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, retention)
+}
+
+func TestCleanupWorkflowRefusesNegativeRetention(t *testing.T) {
+	env := newTestEnv(t)
+	env.RegisterWorkflow(CleanupWorkflow)
+	env.ExecuteWorkflow(CleanupWorkflow, CleanupInput{RetentionDuration: RetentionOf(-time.Second)})
+	require.True(t, env.IsWorkflowCompleted())
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	require.Equal(t, activities.ErrTypeInput, appErr.Type())
+	require.Contains(t, appErr.Error(), "negative")
+}
