@@ -1,10 +1,12 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/storeopt/storeopt/activities"
@@ -226,15 +228,21 @@ func (o *topicOptimization) release(ctx workflow.Context, cause error) {
 	if ctx.Err() != nil {
 		reason = fmt.Sprintf("canceled during %s", o.step)
 	}
+	in := activities.ReleaseInput{TopicID: o.in.TopicID, Reason: reason}
+	// The failing activity's error type and message let Release count input failures toward
+	// quarantine. Only the activity input changes (no new command), so old histories replay.
+	var appErr *temporal.ApplicationError
+	if ctx.Err() == nil && errors.As(cause, &appErr) {
+		in.ErrorType, in.Error = appErr.Type(), appErr.Message()
+	}
 	rctx, _ := workflow.NewDisconnectedContext(ctx)
 	var res activities.ReleaseResult
-	err := workflow.ExecuteActivity(withReleaseOptions(rctx), a.Release,
-		activities.ReleaseInput{TopicID: o.in.TopicID, Reason: reason}).Get(rctx, &res)
+	err := workflow.ExecuteActivity(withReleaseOptions(rctx), a.Release, in).Get(rctx, &res)
 	if err != nil {
 		o.logger.Error("Release failed; the topic stays leased until an operator releases it",
 			"Reason", reason, "Error", err)
 		return
 	}
 	o.logger.Info("Lease released", "Reason", reason, "Released", res.Released,
-		"DeletedObjects", res.DeletedObjects)
+		"DeletedObjects", res.DeletedObjects, "Failures", res.Failures, "Quarantined", res.Quarantined)
 }

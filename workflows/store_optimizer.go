@@ -62,16 +62,20 @@ type TopicFailure struct {
 // StoreOptimizerResult is the outcome of a run. Skipped topics were being optimized by another
 // run. Failures lists the first MaxRecordedFailures failed topics; Failed counts all of them. The
 // totals sum the OptimizeTopicResults of the optimized topics; bytes are Parquet object sizes.
+// Quarantined counts the topics the run left out because they are quarantined (as of its start);
+// QuarantinedTopics lists the first activities.MaxReportedQuarantined with their reasons.
 type StoreOptimizerResult struct {
-	Optimized    int
-	Skipped      int
-	Failed       int
-	Failures     []TopicFailure
-	Rows         int64
-	InputChunks  int
-	OutputChunks int
-	InputBytes   int64
-	OutputBytes  int64
+	Optimized         int
+	Skipped           int
+	Failed            int
+	Failures          []TopicFailure
+	Quarantined       int
+	QuarantinedTopics []activities.QuarantinedTopic
+	Rows              int64
+	InputChunks       int
+	OutputChunks      int
+	InputBytes        int64
+	OutputBytes       int64
 }
 
 // Progress is the answer of StoreOptimizerWorkflow's ProgressQuery: the run's counts so far
@@ -181,7 +185,8 @@ func (r *storeRun) enqueue(ctx workflow.Context) error {
 		return err
 	}
 	r.state.Enqueued = true
-	r.logger.Info("Topics enqueued", "Added", res.Added, "Queued", res.Queued)
+	r.state.Result.Quarantined, r.state.Result.QuarantinedTopics = res.Quarantined, res.QuarantinedTopics
+	r.logger.Info("Topics enqueued", "Added", res.Added, "Queued", res.Queued, "Quarantined", res.Quarantined)
 	return nil
 }
 
@@ -275,6 +280,10 @@ func (r *storeRun) logSummary(msg string) {
 	}
 	if more := res.Failed - len(res.Failures); more > 0 {
 		r.logger.Warn("More topics failed than are recorded", "NotRecorded", more)
+	}
+	for _, q := range res.QuarantinedTopics {
+		r.logger.Warn("Topic quarantined, not optimized", "TopicLocator", q.Locator, "Reason", q.Reason,
+			"Failures", q.Failures)
 	}
 }
 

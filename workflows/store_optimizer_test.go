@@ -271,7 +271,9 @@ func TestStoreOptimizerRecordsFailedTopicsFromRealChildren(t *testing.T) {
 		Rows: 100, InputChunks: 10, OutputChunks: 2, InputBytes: 1000, OutputBytes: 800,
 	}, res)
 	require.Equal(t, []activities.ReleaseInput{{TopicID: 20,
-		Reason: "read-sort failed: chunk tp_b/data/00001.parquet: schema differs from chunk 00000"}}, released)
+		Reason:    "read-sort failed: chunk tp_b/data/00001.parquet: schema differs from chunk 00000",
+		ErrorType: activities.ErrTypeInput,
+		Error:     "chunk tp_b/data/00001.parquet: schema differs from chunk 00000"}}, released)
 }
 
 func TestStoreOptimizerCapsRecordedFailures(t *testing.T) {
