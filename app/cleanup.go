@@ -1,0 +1,196 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/workflows"
+)
+
+// CleanupScheduleID is the ID of the Temporal Schedule that starts cleanup passes periodically.
+const CleanupScheduleID = "storeopt-cleanup"
+
+// CleanupWorkflowIDPrefix starts the workflow ID of every cleanup pass started by StartCleanup
+// ("storeopt-cleanup-<ULID>"); ScheduledCleanupWorkflowID is the workflow ID prefix of passes
+// started by the schedule (Temporal appends the time).
+const (
+	CleanupWorkflowIDPrefix    = "storeopt-cleanup-"
+	ScheduledCleanupWorkflowID = "storeopt-cleanup-scheduled"
+)
+
+// DefaultRetentionDuration is how long an unreferenced prefix is kept before cleanup deletes it.
+const DefaultRetentionDuration = workflows.DefaultRetentionDuration
+
+// CleanupOptions are the knobs of one cleanup pass (CleanupWorkflow input).
+type CleanupOptions struct {
+	// RetentionDuration is how long an unreferenced prefix stays marked before its objects are
+	// deleted (database clock); 0 deletes at once. The starter's default is
+	// DefaultRetentionDuration.
+	RetentionDuration time.Duration
+}
+
+// Validate reports a negative retention.
+func (o CleanupOptions) Validate() error {
+	if o.RetentionDuration < 0 {
+		return fmt.Errorf("retention duration %s is negative (0 deletes at once)", o.RetentionDuration)
+	}
+	return nil
+}
+
+// Input returns the CleanupWorkflow input of a pass with these options.
+func (o CleanupOptions) Input() workflows.CleanupInput {
+	return workflows.CleanupInput{RetentionDuration: workflows.RetentionOf(o.RetentionDuration)}
+}
+
+// StartCleanup starts one CleanupWorkflow with ID "storeopt-cleanup-<ULID>" on cfg.TaskQueue and
+// returns its handle without waiting.
+func StartCleanup(ctx context.Context, c client.Client, cfg Config, opts CleanupOptions) (client.WorkflowRun, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	id := CleanupWorkflowIDPrefix + ulid.Make().String()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             cfg.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, workflows.CleanupWorkflow, opts.Input())
+	if err != nil {
+		return nil, fmt.Errorf("start CleanupWorkflow %s on task queue %s: %w", id, cfg.TaskQueue, err)
+	}
+	return run, nil
+}
+
+// WaitCleanup waits for a pass started by StartCleanup and returns its result. Deletion failures
+// are in the result (DeleteFailed, Errors); the error is for a pass that did not complete.
+func WaitCleanup(ctx context.Context, run client.WorkflowRun) (workflows.CleanupResult, error) {
+	var res workflows.CleanupResult
+	if err := run.Get(ctx, &res); err != nil {
+		return res, fmt.Errorf("cleanup %s: %w", run.GetID(), err)
+	}
+	return res, nil
+}
+
+// RunCleanup runs one cleanup pass: StartCleanup, then WaitCleanup.
+func RunCleanup(ctx context.Context, c client.Client, cfg Config, opts CleanupOptions) (workflows.CleanupResult, error) {
+	run, err := StartCleanup(ctx, c, cfg, opts)
+	if err != nil {
+		return workflows.CleanupResult{}, err
+	}
+	return WaitCleanup(ctx, run)
+}
+
+// EnsureCleanupSchedule creates the Temporal Schedule CleanupScheduleID, or updates it when it
+// exists, so that it starts CleanupWorkflow with opts on cfg.TaskQueue every interval or on cron
+// (see ScheduleSpecFor) with overlap policy SKIP. The schedule is left unpaused.
+func EnsureCleanupSchedule(ctx context.Context, c client.Client, cfg Config, opts CleanupOptions, interval time.Duration, cron string) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	spec, err := ScheduleSpecFor(interval, cron)
+	if err != nil {
+		return err
+	}
+	return upsertSchedule(ctx, c, CleanupScheduleID, spec, &client.ScheduleWorkflowAction{
+		ID:        ScheduledCleanupWorkflowID,
+		Workflow:  workflows.CleanupWorkflow,
+		Args:      []any{opts.Input()},
+		TaskQueue: cfg.TaskQueue,
+	})
+}
+
+// upsertSchedule creates the schedule id with spec and action and overlap policy SKIP, or, when
+// it exists, replaces its spec and action, sets SKIP and unpauses it.
+func upsertSchedule(ctx context.Context, c client.Client, id string, spec client.ScheduleSpec, action *client.ScheduleWorkflowAction) error {
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:      id,
+		Spec:    spec,
+		Action:  action,
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+	})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("create schedule %s: %w", id, err)
+	}
+	err = c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			s.Spec = &spec
+			s.Action = action
+			if s.Policy == nil {
+				s.Policy = &client.SchedulePolicies{}
+			}
+			s.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
+			if s.State != nil {
+				s.State.Paused = false
+			}
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("update schedule %s: %w", id, err)
+	}
+	return nil
+}
+
+// WriteCleanupSummary writes the report of a finished cleanup pass: the retention, the counts of
+// prefixes by outcome, then one line per deletion error.
+func WriteCleanupSummary(w io.Writer, workflowID string, res workflows.CleanupResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "cleanup\t%s\n", workflowID)
+	fmt.Fprintf(tw, "retention\t%s\n", res.RetentionDuration)
+	fmt.Fprintf(tw, "prefixes\t%d\n", res.Prefixes)
+	fmt.Fprintf(tw, "referenced\t%d\n", res.Referenced)
+	fmt.Fprintf(tw, "marked\t%d\n", res.Marked)
+	fmt.Fprintf(tw, "unmarked\t%d\n", res.Unmarked)
+	fmt.Fprintf(tw, "pending\t%d\n", res.Pending)
+	fmt.Fprintf(tw, "deleted\t%d (%d objects)\n", res.Deleted, res.DeletedObjects)
+	fmt.Fprintf(tw, "delete failed\t%d\n", res.DeleteFailed)
+	if res.Ignored > 0 {
+		fmt.Fprintf(tw, "ignored\t%d (top-level entries that are not tp_<ULID>/ prefixes)\n", res.Ignored)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(res.Errors) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\ndeletion errors:")
+	for _, e := range res.Errors {
+		fmt.Fprintln(w, oneLine(e))
+	}
+	if res.DeleteFailed > len(res.Errors) {
+		fmt.Fprintf(w, "… %d more (see the worker log)\n", res.DeleteFailed-len(res.Errors))
+	}
+	return nil
+}
+
+// WriteQuarantine writes one line per quarantined topic: locator, consecutive failures, since
+// (RFC 3339, UTC) and reason.
+func WriteQuarantine(w io.Writer, topics []catalog.FailureRecord) error {
+	if len(topics) == 0 {
+		_, err := fmt.Fprintln(w, "no quarantined topics")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "locator\tfailures\tsince\treason")
+	for _, f := range topics {
+		since := ""
+		if f.QuarantinedAt != nil {
+			since = f.QuarantinedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", f.Locator, f.Failures, since, oneLine(f.Reason()))
+	}
+	return tw.Flush()
+}
