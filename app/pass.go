@@ -12,7 +12,6 @@ import (
 	"github.com/oklog/ulid/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/storeopt/storeopt/workflows"
 )
@@ -136,43 +135,12 @@ func EnsureSchedule(ctx context.Context, c client.Client, cfg Config, opts PassO
 	if err != nil {
 		return err
 	}
-	action := &client.ScheduleWorkflowAction{
+	return upsertSchedule(ctx, c, ScheduleID, spec, &client.ScheduleWorkflowAction{
 		ID:        ScheduledWorkflowIDPrefix,
 		Workflow:  workflows.StoreOptimizerWorkflow,
 		Args:      []any{opts.Input()},
 		TaskQueue: cfg.TaskQueue,
-	}
-	_, err = c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      ScheduleID,
-		Spec:    spec,
-		Action:  action,
-		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 	})
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("create schedule %s: %w", ScheduleID, err)
-	}
-	err = c.ScheduleClient().GetHandle(ctx, ScheduleID).Update(ctx, client.ScheduleUpdateOptions{
-		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-			s := in.Description.Schedule
-			s.Spec = &spec
-			s.Action = action
-			if s.Policy == nil {
-				s.Policy = &client.SchedulePolicies{}
-			}
-			s.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
-			if s.State != nil {
-				s.State.Paused = false
-			}
-			return &client.ScheduleUpdate{Schedule: &s}, nil
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("update schedule %s: %w", ScheduleID, err)
-	}
-	return nil
 }
 
 // WriteSummary writes the summary of a finished run: counts of optimized, skipped and failed
