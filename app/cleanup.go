@@ -194,3 +194,20 @@ func WriteQuarantine(w io.Writer, topics []catalog.FailureRecord) error {
 	}
 	return tw.Flush()
 }
+
+// writeQuarantinedTopics writes the quarantined topics a run reported, one line each.
+func writeQuarantinedTopics(w io.Writer, res workflows.StoreOptimizerResult) error {
+	if len(res.QuarantinedTopics) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nquarantined topics (skipped):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "locator\tfailures\treason")
+	for _, q := range res.QuarantinedTopics {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", q.Locator, q.Failures, oneLine(q.Reason))
+	}
+	if res.Quarantined > len(res.QuarantinedTopics) {
+		fmt.Fprintf(tw, "…\t\t%d more (see `starter quarantine list`)\n", res.Quarantined-len(res.QuarantinedTopics))
+	}
+	return tw.Flush()
+}

@@ -143,18 +143,25 @@ func EnsureSchedule(ctx context.Context, c client.Client, cfg Config, opts PassO
 	})
 }
 
-// WriteSummary writes the summary of a finished run: counts of optimized, skipped and failed
-// topics, rows and chunk/byte totals, then one line per failed topic with its locator and error.
+// WriteSummary writes the summary of a finished run: counts of optimized, skipped, failed and
+// quarantined topics, rows and chunk/byte totals, then one line per failed topic with its locator
+// and error and one per quarantined topic with its reason.
 func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", runID)
 	fmt.Fprintf(tw, "optimized\t%d\n", res.Optimized)
 	fmt.Fprintf(tw, "skipped\t%d\n", res.Skipped)
 	fmt.Fprintf(tw, "failed\t%d\n", res.Failed)
+	if res.Quarantined > 0 {
+		fmt.Fprintf(tw, "quarantined\t%d (not optimized; see `starter quarantine list`)\n", res.Quarantined)
+	}
 	fmt.Fprintf(tw, "rows\t%d\n", res.Rows)
 	fmt.Fprintf(tw, "chunks\t%d -> %d\n", res.InputChunks, res.OutputChunks)
 	fmt.Fprintf(tw, "bytes\t%d -> %d\n", res.InputBytes, res.OutputBytes)
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeQuarantinedTopics(w, res); err != nil {
 		return err
 	}
 	if len(res.Failures) == 0 {
