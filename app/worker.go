@@ -26,7 +26,7 @@ const WorkerStopTimeout = 30 * time.Second
 // RunWorker runs a storeopt worker until ctx is cancelled: it migrates and opens the catalog at
 // cfg.DatabaseURL, opens the store at cfg.StoreURL, makes sure the StoreoptTopicLocator search
 // attribute is registered in cfg.Namespace, registers StoreOptimizerWorkflow,
-// OptimizeTopicWorkflow and the activities on cfg.TaskQueue and polls. On cancellation it stops
+// OptimizeTopicWorkflow, CleanupWorkflow and the activities on cfg.TaskQueue and polls. On cancellation it stops
 // the worker gracefully (WorkerStopTimeout) and closes the catalog and the store. It returns nil
 // after a cancellation, or the first setup error or fatal worker error (URLs redacted).
 func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Logger) error {
@@ -72,6 +72,7 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 	})
 	w.RegisterWorkflow(workflows.StoreOptimizerWorkflow)
 	w.RegisterWorkflow(workflows.OptimizeTopicWorkflow)
+	w.RegisterWorkflow(workflows.CleanupWorkflow)
 	w.RegisterActivity(&activities.Activities{
 		Catalog:         cat,
 		Bucket:          bucket,
