@@ -52,6 +52,7 @@ type rawChunk struct {
 type rawTopic struct {
 	sequence string
 	locator  string
+	prefix   string // data prefix; "" = store.NewPrefix()
 	chunks   []rawChunk
 	// metadata is the metadata.json document; nil = a small JSON document.
 	metadata   []byte
@@ -68,7 +69,10 @@ func (e *env) putTopic(t *testing.T, rt rawTopic) (int64, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := store.NewPrefix()
+	prefix := rt.prefix
+	if prefix == "" {
+		prefix = store.NewPrefix()
+	}
 	id, err := e.cat.CreateTopic(ctx, seqID, rt.locator, prefix, "parquet")
 	if err != nil {
 		t.Fatal(err)
