@@ -33,8 +33,8 @@ func hostileLocators() []string {
 		`hostile/back\slash\`,
 		"hostile/tab\tnew\nline",
 		"hostile/ünïcødé 😀",
-		"hostile/long-" + strings.Repeat("abcdefghij", 105),     // 1063 bytes
-		"hostile/long-unicode-" + strings.Repeat("ü😀", 170),     // 1041 bytes of multi-byte characters
+		"hostile/long-" + strings.Repeat("abcdefghij", 105),      // 1063 bytes
+		"hostile/long-unicode-" + strings.Repeat("ü😀", 170),      // 1041 bytes of multi-byte characters
 		"hostile/storeopt-topic:hostile/..",                      // looks like a workflow ID
 		"hostile/~" + strings.Repeat("0", 32),                    // looks like a hashed workflow ID
 		"hostile/*?[]|<>&;`",                                     // shell and glob characters
@@ -125,7 +125,7 @@ func TestHostileValues(t *testing.T) {
 	}
 	// Topics whose data prefix itself is hostile (no metadata.json, no objects): refused for the
 	// prefix before anything is read.
-	for _, p := range []string{"../outside", "tp_01M8NW00GE3PF2P23ZEAPWFYXX/../..", "/etc", ""+victimKey} {
+	for _, p := range []string{"../outside", "tp_01M8NW00GE3PF2P23ZEAPWFYXX/../..", "/etc", "" + victimKey} {
 		loc := "escape/prefix " + p
 		id, _ := e.putTopic(t, rawTopic{sequence: "escape", locator: loc, prefix: p, noMetadata: true,
 			chunks: []rawChunk{{data: good.data, rows: good.rows, absent: true, key: p + "/data/00000.parquet"}}})
@@ -190,7 +190,6 @@ func quoteGo(s string) string {
 	q.WriteString(`"`)
 	return q.String()
 }
-
 
 // TestHostileCredentials runs a worker process whose database URL carries a password and whose
 // store URL carries secret query parameters, over a good and a bad topic: the secrets appear
