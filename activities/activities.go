@@ -175,20 +175,25 @@ func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResul
 	if err := faults.Hit(ctx, faults.ReleaseBefore); err != nil {
 		return ReleaseResult{}, err
 	}
-	released, fresh, err := a.Catalog.ReleaseLease(ctx, in.TopicID, token)
-	if err != nil {
-		return ReleaseResult{}, err
+	// The partial output is deleted while the lease is still ours: once the queue row is gone, a
+	// retry after a failed deletion would no longer know the prefix and leave the objects behind.
+	var res ReleaseResult
+	lease, err := a.Catalog.LeaseOf(ctx, in.TopicID)
+	switch {
+	case err == nil && lease.FencingToken == token && lease.FreshPrefix != "":
+		if res.DeletedObjects, err = store.DeletePrefix(ctx, a.Bucket, lease.FreshPrefix); err != nil {
+			return res, err
+		}
+	case err != nil && !errors.Is(err, catalog.ErrNotFound):
+		return res, err
 	}
-	res := ReleaseResult{Released: released}
+	if res.Released, _, err = a.Catalog.ReleaseLease(ctx, in.TopicID, token); err != nil {
+		return res, err
+	}
 	if res.Failures, res.Quarantined, err = a.recordFailure(ctx, in, token); err != nil {
 		return res, err
 	}
-	if released && fresh != "" {
-		if res.DeletedObjects, err = store.DeletePrefix(ctx, a.Bucket, fresh); err != nil {
-			return res, err
-		}
-	}
-	logger(ctx).Info("Lease released", "topicID", in.TopicID, "released", released,
+	logger(ctx).Info("Lease released", "topicID", in.TopicID, "released", res.Released,
 		"deletedObjects", res.DeletedObjects, "reason", in.Reason, "failures", res.Failures,
 		"quarantined", res.Quarantined)
 	return res, nil
