@@ -134,6 +134,18 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 			return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix}, nil
 		}
 	}
+	// An earlier run's lease is taken over below. Its partial output is deleted first: after the
+	// takeover the catalog no longer names that prefix, so if the deletion failed (or the worker
+	// died) after it, no retry could find the objects again.
+	prev, err := a.Catalog.LeaseOf(ctx, in.TopicID)
+	switch {
+	case err == nil && prev.FencingToken != token:
+		if err := a.deletePartialOutput(ctx, prev.Locator, prev.FreshPrefix); err != nil {
+			return LeaseResult{}, err
+		}
+	case err != nil && !errors.Is(err, catalog.ErrNotFound):
+		return LeaseResult{}, err
+	}
 	l, err := a.Catalog.AcquireLease(ctx, in.TopicID, owner, token, store.NewPrefix())
 	if err != nil {
 		return LeaseResult{}, classify(fmt.Sprintf("#%d", in.TopicID), err)
@@ -141,15 +153,22 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 	if err := faults.Hit(ctx, faults.LeaseAfter); err != nil {
 		return LeaseResult{}, err
 	}
-	if l.PreviousFreshPrefix != "" {
-		n, err := store.DeletePrefix(ctx, a.Bucket, l.PreviousFreshPrefix)
-		if err != nil {
-			return LeaseResult{}, classify(l.Locator, err)
+	if l.PreviousFreshPrefix != "" { // a run that took the lease between LeaseOf and AcquireLease
+		if err := a.deletePartialOutput(ctx, l.Locator, l.PreviousFreshPrefix); err != nil {
+			return LeaseResult{}, err
 		}
-		logger(ctx).Info("Deleted partial output of an earlier run", "topic", l.Locator,
-			"prefix", l.PreviousFreshPrefix, "objects", n)
 	}
 	return LeaseResult{Locator: l.Locator, OldPrefix: l.OldPrefix, FreshPrefix: l.FreshPrefix}, nil
+}
+
+// deletePartialOutput deletes the objects an earlier run of the topic wrote under prefix.
+func (a *Activities) deletePartialOutput(ctx context.Context, locator, prefix string) error {
+	n, err := store.DeletePrefix(ctx, a.Bucket, prefix)
+	if err != nil {
+		return classify(locator, err)
+	}
+	logger(ctx).Info("Deleted partial output of an earlier run", "topic", locator, "prefix", prefix, "objects", n)
+	return nil
 }
 
 // leased loads the topic and checks that the calling run still holds its lease.
