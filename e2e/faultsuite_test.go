@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/faults"
@@ -51,13 +54,24 @@ func (s faultScenario) spec() string {
 }
 
 // slow reports whether the fault is noticed only by a start-to-close timeout: a killed or hung
-// catalog activity (Lease, Commit: 2 minutes; Release: 1 minute) has no heartbeat.
+// catalog activity (Lease, Commit: 2 minutes; Release, where the store.list and store.delete
+// points act: 1 minute) has no heartbeat.
 func (s faultScenario) slow() bool {
 	if s.action == actionFail {
 		return false
 	}
 	switch s.point {
-	case faults.LeaseAfter, faults.CommitBeforeTx, faults.CommitAfterTx, faults.ReleaseBefore:
+	case faults.LeaseAfter, faults.CommitBeforeTx, faults.CommitAfterTx:
+		return true
+	}
+	return s.needsFailingTopic()
+}
+
+// needsFailingTopic reports whether the point is reached only by a failing topic: Release and
+// the deletion of its partial output.
+func (s faultScenario) needsFailingTopic() bool {
+	switch s.point {
+	case faults.ReleaseBefore, faults.StoreList, faults.StoreDelete:
 		return true
 	}
 	return false
@@ -90,7 +104,7 @@ func faultScenarios(short bool) []faultScenario {
 // original multiset, nothing left behind in the store), the queue holds no stale lease, a commit
 // retried after its transaction found it already committed (one optimization record), and a
 // topic the run failed is optimized by a later run. Slow scenarios (waiting for a catalog
-// activity's start-to-close timeout) run side by side, the others one after the other. Prints
+// activity's start-to-close timeout) all run side by side, the others three at a time. Prints
 // "fault-suite: N passed, M failed".
 func TestFaultSuite(t *testing.T) {
 	srv := testenv.StartDevServer(t)
@@ -116,16 +130,19 @@ func TestFaultSuite(t *testing.T) {
 		summary = append(summary, fmt.Sprintf("%-34s %-4s %6.1fs  %s", sc.name(), map[bool]string{true: "ok", false: "FAIL"}[ok],
 			time.Since(start).Seconds(), note))
 	}
+	// Slow scenarios mostly wait for a timeout: all of them run at once. The others take turns,
+	// a few at a time (2 cores).
+	fastSlots := make(chan struct{}, 3)
 	for i, sc := range scenarios {
-		if sc.slow() {
-			wg.Add(1)
-			go func() { defer wg.Done(); run(i, sc) }()
-		}
-	}
-	for i, sc := range scenarios {
-		if !sc.slow() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !sc.slow() {
+				fastSlots <- struct{}{}
+				defer func() { <-fastSlots }()
+			}
 			run(i, sc)
-		}
+		}()
 	}
 	wg.Wait()
 	slices.Sort(summary)
@@ -146,13 +163,16 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 		t.Fatal(err)
 	}
 	opts.Sequence = fmt.Sprintf("fault_%02d", i)
-	// The IMU topic is optimized; a Release is only run for a failing topic, so release.before
-	// scenarios also get a GPS topic with a corrupt chunk.
-	topics := 1
-	if sc.point == faults.ReleaseBefore {
-		topics = 2
+	// The IMU topic is optimized. Release runs only for a failing topic, so scenarios at points
+	// of Release get a second IMU topic whose last chunk has a corrupt data page: it fails in
+	// WriteChunks after other groups have written output, which Release must delete.
+	imu := opts.Topics[0]
+	opts.Topics = []ingest.TopicSpec{imu}
+	if sc.needsFailingTopic() {
+		bad := imu
+		bad.Path += "_bad"
+		opts.Topics = append(opts.Topics, bad)
 	}
-	opts.Topics = opts.Topics[:topics]
 	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +180,7 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 	good := e.snapshot(t, ingested[0].TopicID)
 	var bad *corruptTopic
 	if len(ingested) > 1 {
-		bad = e.corruptChunk(t, ingested[1].TopicID, 3)
+		bad = e.corruptPage(t, ingested[1].TopicID)
 	}
 	stored := e.storeContent(t)
 
@@ -206,7 +226,7 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 	return note + ", corrupt topic failed and released, then optimized by the next run"
 }
 
-// corruptTopic is a topic one of whose chunks was replaced by bytes that are not Parquet.
+// corruptTopic is a topic one of whose chunks was corrupted.
 type corruptTopic struct {
 	snapshot
 	record   topicRecord
@@ -214,17 +234,27 @@ type corruptTopic struct {
 	original []byte
 }
 
-// corruptChunk snapshots topic id, then overwrites its chunk ordinal with garbage.
-func (e *env) corruptChunk(t *testing.T, id int64, ordinal int) *corruptTopic {
+// corruptPage snapshots topic id, then corrupts a data page of the last column of its last
+// chunk (see corruptColumn): the chunk passes ReadSort and fails in WriteChunks.
+func (e *env) corruptPage(t *testing.T, id int64) *corruptTopic {
 	t.Helper()
 	ctx := context.Background()
 	c := &corruptTopic{snapshot: e.snapshot(t, id), record: e.recordTopic(t, id)}
-	c.key = c.keys[ordinal]
+	c.key = c.keys[len(c.keys)-1]
 	var err error
 	if c.original, err = e.b.ReadAll(ctx, c.key); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.b.WriteAll(ctx, c.key, []byte("this is not a Parquet file"), nil); err != nil {
+	pf, err := file.NewParquetReader(bytes.NewReader(c.original))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := pf.MetaData().Schema.NumColumns() - 1
+	if name := pf.MetaData().Schema.Column(leaf).Name(); name == "timestamp_ns" {
+		t.Fatalf("chunk %s: last column is %s", c.key, name)
+	}
+	_ = pf.Close()
+	if err := e.b.WriteAll(ctx, c.key, corruptColumn(t, rawChunk{data: c.original}, leaf).data, nil); err != nil {
 		t.Fatal(err)
 	}
 	return c
