@@ -3,13 +3,20 @@
 //	starter store-optimizer            one optimization pass; waits and prints a summary
 //	starter store-optimizer --time-interval 3600 | --cron '0 3 * * *'
 //	                                   create or update the Temporal Schedule instead
+//	starter cleanup [--retention-duration 86400]
+//	                                   one cleanup pass: delete unreferenced prefixes after the
+//	                                   retention; waits and prints a report
+//	starter cleanup --time-interval 3600 | --cron '0 4 * * *'
+//	                                   create or update the cleanup schedule instead
+//	starter quarantine list | clear LOCATOR... | clear --all
+//	                                   topics left out of runs because they keep failing
 //	starter ingest --preset demo       write a synthetic dataset (many small chunks per topic)
 //	starter migrate                    create or upgrade the catalog schema
 //	starter report [--json] [--read] [--before snapshot.json]
 //	                                   chunks, bytes and optimization time per topic
 //
-// Exit status: 0 success, 1 at least one topic failed to optimize, 2 usage or infrastructure
-// error. Configuration comes from flags, each defaulting from an environment variable (--help).
+// Exit status: 0 success, 1 at least one topic failed to optimize (or a cleanup could not delete
+// a prefix), 2 usage or infrastructure error. Configuration comes from flags, each defaulting from an environment variable (--help).
 package main
 
 import (
@@ -51,6 +58,8 @@ func exitStatus(err error) int {
 		return exitOK
 	case errors.Is(err, errTopicsFailed):
 		return exitTopicFailures
+	case errors.Is(err, errDeleteFailed): // the report lists the errors
+		return exitTopicFailures
 	default:
 		fmt.Fprintln(os.Stderr, "starter:", err)
 		return exitError
@@ -84,6 +93,8 @@ func newRootCommand() *cobra.Command {
 	e.cfg.BindFlags(root.PersistentFlags())
 	root.AddCommand(
 		newStoreOptimizerCommand(e),
+		newCleanupCommand(e),
+		newQuarantineCommand(e),
 		newIngestCommand(e),
 		newMigrateCommand(e),
 		newReportCommand(e),
