@@ -195,7 +195,10 @@ func (c *Chunk) NumRowGroups() int { return c.pf.NumRowGroups() }
 // the caller releases it. Errors caused by the content are *InputError.
 func (c *Chunk) Timestamps(ctx context.Context) (ts *array.Int64, err error) {
 	defer guard(&err, "read "+TimestampColumn)
-	col, err := c.fr.GetColumn(ctx, c.TimestampLeaf)
+	// pqarrow's GetColumn takes the index of a top-level field (of its Manifest), not of a leaf
+	// column as its doc says: the two differ when a nested column with several leaves (a map, a
+	// struct) comes before timestamp_ns.
+	col, err := c.fr.GetColumn(ctx, c.TimestampField)
 	if err != nil {
 		return nil, &InputError{Err: fmt.Errorf("read %s: %w", TimestampColumn, err)}
 	}
