@@ -22,6 +22,7 @@ func TestReplaySavedHistories(t *testing.T) {
 			replayer := worker.NewWorkflowReplayer()
 			replayer.RegisterWorkflow(StoreOptimizerWorkflow)
 			replayer.RegisterWorkflow(OptimizeTopicWorkflow)
+			replayer.RegisterWorkflow(CleanupWorkflow)
 			require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, path))
 		})
 	}
