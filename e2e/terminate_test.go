@@ -119,7 +119,9 @@ func (e *env) workflowStatus(t *testing.T, id string) enumspb.WorkflowExecutionS
 // TestTerminatedRunReleasesItsTopics terminates a run (the parent) while its topic's WriteChunks
 // hangs with output already written. The parent close policy (REQUEST_CANCEL) cancels the child,
 // which releases its lease and deletes its partial output on its own: the topic is untouched
-// and unqueued, and the next run optimizes it.
+// and unqueued, and the next run optimizes it. (The child may end failed with the activity's
+// heartbeat timeout rather than canceled: a hung activity learns of the cancel only by timing
+// out. Its release is the same.)
 func TestTerminatedRunReleasesItsTopics(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -145,9 +147,13 @@ func TestTerminatedRunReleasesItsTopics(t *testing.T) {
 	waitUntil(t, time.Minute, "the topic's workflow has closed", func() bool {
 		return e.workflowStatus(t, child) != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	})
-	if st := e.workflowStatus(t, child); st != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+	// The cancel reaches the hung WriteChunks only through its heartbeat timeout, so the topic
+	// workflow may end failed (that timeout) instead of canceled; either way it released.
+	st := e.workflowStatus(t, child)
+	if st != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED && st != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
 		t.Errorf("topic workflow ended %v, want canceled by the parent close policy", st)
 	}
+	t.Logf("topic workflow ended %v: %v", st, e.srv.Client.GetWorkflow(ctx, child, "").Get(ctx, nil))
 	e.checkUntouched(t, rec) // lease released, nothing queued, nothing switched
 	if n := e.objectsUnder(t, fresh); n != 0 {
 		t.Errorf("%d objects left under the canceled run's prefix %s", n, fresh)
