@@ -5,39 +5,42 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// collector gathers the row runs that merge emits into record batches of exactly batchRows rows
-// (the last one shorter). A run that fills a whole batch on its own is passed on as a zero-copy
-// slice; runs that share a batch are concatenated.
+// collector turns the row runs that merge emits into the batches handed to the encoder. A run of
+// at least minRun rows (the usual case: a sorted input contributes whole batches) goes on as a
+// zero-copy slice; shorter runs (where inputs interleave) are gathered and concatenated into one
+// batch once they add up to minRun rows or a long run follows. The batches depend only on the
+// sequence of runs, which depends only on the inputs and the plan, so the output bytes are the
+// same on every retry.
 type collector struct {
-	schema    *arrow.Schema
-	batchRows int64
-	mem       memory.Allocator
-	out       func(arrow.RecordBatch) error
-	parts     []arrow.RecordBatch
-	rows      int64
+	schema *arrow.Schema
+	minRun int64
+	mem    memory.Allocator
+	out    func(arrow.RecordBatch) error
+	parts  []arrow.RecordBatch
+	rows   int64
 }
 
 func newCollector(schema *arrow.Schema, batchRows int64, mem memory.Allocator, out func(arrow.RecordBatch) error) *collector {
-	return &collector{schema: schema, batchRows: max(batchRows, 1), mem: mem, out: out}
+	return &collector{schema: schema, minRun: max(min(batchRows, 1024), 1), mem: mem, out: out}
 }
 
 // add takes rows [from, to) of rec (merge.EmitFunc).
 func (c *collector) add(rec arrow.RecordBatch, from, to int64) error {
-	for from < to {
-		take := min(to-from, c.batchRows-c.rows)
-		c.parts = append(c.parts, rec.NewSlice(from, from+take))
-		c.rows += take
-		from += take
-		if c.rows == c.batchRows {
-			if err := c.flush(); err != nil {
-				return err
-			}
+	if to-from >= c.minRun {
+		if err := c.flush(); err != nil {
+			return err
 		}
+		return c.out(rec.NewSlice(from, to))
+	}
+	c.parts = append(c.parts, rec.NewSlice(from, to))
+	c.rows += to - from
+	if c.rows >= c.minRun {
+		return c.flush()
 	}
 	return nil
 }
 
-// flush hands on the gathered rows as one batch.
+// flush hands on the gathered short runs as one batch.
 func (c *collector) flush() error {
 	if len(c.parts) == 0 {
 		return nil
@@ -45,6 +48,7 @@ func (c *collector) flush() error {
 	var rec arrow.RecordBatch
 	if len(c.parts) == 1 {
 		rec = c.parts[0]
+		c.parts, c.rows = c.parts[:0], 0
 	} else {
 		var err error
 		rec, err = concatRecords(c.schema, c.parts, c.mem)
@@ -53,7 +57,6 @@ func (c *collector) flush() error {
 			return err
 		}
 	}
-	c.parts, c.rows = c.parts[:0], 0
 	return c.out(rec)
 }
 

@@ -37,9 +37,27 @@ func IsInputFault(err error) bool {
 	return errors.As(err, &ce) || parquetio.IsInputError(err) || errors.Is(err, store.ErrNotExist)
 }
 
+// openedChunk is a chunk whose object was read into a buffer of the allocator; Close gives it
+// back.
+type openedChunk struct {
+	*parquetio.Chunk
+	obj *store.OpenedObject
+}
+
+func (c *openedChunk) Close() error {
+	err := c.Chunk.Close()
+	c.obj.Release()
+	return err
+}
+
 // openChunk opens the chunk at key, classifying content faults and missing objects as *ChunkError.
-func openChunk(ctx context.Context, b *blob.Bucket, key string, mem memory.Allocator) (*parquetio.Chunk, error) {
-	obj, err := store.OpenObject(ctx, b, key)
+// The object is read (when small) into a buffer of mem, which Close returns.
+func openChunk(ctx context.Context, b *blob.Bucket, key string, mem memory.Allocator) (*openedChunk, error) {
+	var alloc store.Allocator
+	if mem != nil {
+		alloc = mem
+	}
+	obj, err := store.OpenObjectWith(ctx, b, key, alloc)
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
 			return nil, &ChunkError{Key: key, Err: errors.New("object is missing from the store")}
@@ -48,12 +66,13 @@ func openChunk(ctx context.Context, b *blob.Bucket, key string, mem memory.Alloc
 	}
 	c, err := parquetio.Open(obj, mem)
 	if err != nil {
+		obj.Release()
 		if parquetio.IsInputError(err) {
 			return nil, &ChunkError{Key: key, Err: err}
 		}
 		return nil, fmt.Errorf("chunk %s: %w", key, err)
 	}
-	return c, nil
+	return &openedChunk{Chunk: c, obj: obj}, nil
 }
 
 // Scan is what the planner needs to know of one input chunk.

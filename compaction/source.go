@@ -18,7 +18,7 @@ import (
 // order, or sorted whole in memory (an unsorted chunk is small: one record batch of ingestion).
 type chunkSource struct {
 	key      string
-	chunk    *parquetio.Chunk
+	chunk    *openedChunk
 	br       *parquetio.BatchReader
 	sorted   bool
 	schemaID string

@@ -145,7 +145,7 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 // checkWrittenSchema reads the footer of the written chunk back and compares its Arrow schema,
 // with all metadata, to the topic's.
 func checkWrittenSchema(ctx context.Context, b *blob.Bucket, key string, want *arrow.Schema, mem memory.Allocator) error {
-	obj, err := store.OpenObject(ctx, b, key)
+	obj, err := store.OpenFooter(ctx, b, key)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ type Pool struct {
 
 // New returns a pool of limit bytes; limit <= 0 means unlimited (reservations never wait).
 func New(limit int64) *Pool {
-	return &Pool{limit: max(limit, 0), alloc: &Allocator{mem: memory.NewGoAllocator()}}
+	return &Pool{limit: max(limit, 0), alloc: &Allocator{mem: newRecycler()}}
 }
 
 // Limit returns the pool size in bytes (0 = unlimited).
@@ -97,7 +97,7 @@ func (p *Pool) Reserved() int64 {
 }
 
 // Allocator is an Arrow memory.Allocator that counts the bytes it has handed out and not yet
-// freed, and their high-water mark.
+// freed, and their high-water mark. Buffers of 4 KiB and more are recycled (see recycler).
 type Allocator struct {
 	mem       memory.Allocator
 	inUse     atomic.Int64

@@ -107,6 +107,19 @@ var ErrNotExist = errors.New("object does not exist")
 // OpenObject opens key for random access. Objects up to 16 MiB are read whole into memory;
 // larger ones are served by range reads. Returns an error wrapping ErrNotExist when key is absent.
 func OpenObject(ctx context.Context, b *blob.Bucket, key string) (Object, error) {
+	return OpenObjectWith(ctx, b, key, nil)
+}
+
+// Allocator hands out and takes back the buffers objects are read into (an Arrow
+// memory.Allocator satisfies it).
+type Allocator interface {
+	Allocate(size int) []byte
+	Free(b []byte)
+}
+
+// OpenObjectWith is OpenObject with the in-memory copy taken from mem (nil = Go heap); the
+// caller calls Release on the result when done, which gives the buffer back to mem.
+func OpenObjectWith(ctx context.Context, b *blob.Bucket, key string, mem Allocator) (*OpenedObject, error) {
 	r, err := b.NewReader(ctx, key, nil)
 	if err != nil {
 		return nil, wrapNotExist(key, err)
@@ -114,13 +127,46 @@ func OpenObject(ctx context.Context, b *blob.Bucket, key string) (Object, error)
 	defer r.Close()
 	size := r.Size()
 	if size > inMemoryLimit {
-		return &rangeObject{ctx: ctx, b: b, key: key, size: size}, nil
+		return &OpenedObject{Object: &rangeObject{ctx: ctx, b: b, key: key, size: size}}, nil
 	}
-	data := make([]byte, size)
+	var data []byte
+	if mem != nil {
+		data = mem.Allocate(int(size))
+	} else {
+		data = make([]byte, size)
+	}
 	if _, err := io.ReadFull(r, data); err != nil {
+		if mem != nil {
+			mem.Free(data)
+		}
 		return nil, fmt.Errorf("object %s: read %d bytes: %w", key, size, err)
 	}
-	return &memObject{Reader: bytes.NewReader(data)}, nil
+	return &OpenedObject{Object: &memObject{Reader: bytes.NewReader(data)}, mem: mem, buf: data}, nil
+}
+
+// OpenedObject is an Object whose in-memory copy, if any, goes back to its allocator on Release.
+type OpenedObject struct {
+	Object
+	mem Allocator
+	buf []byte
+}
+
+// Release frees the in-memory copy; the object must not be read afterwards.
+func (o *OpenedObject) Release() {
+	if o.mem != nil && o.buf != nil {
+		o.mem.Free(o.buf)
+	}
+	o.buf = nil
+}
+
+// OpenFooter opens key for reading its footer: every read is a range read, nothing is loaded
+// whole.
+func OpenFooter(ctx context.Context, b *blob.Bucket, key string) (Object, error) {
+	attrs, err := b.Attributes(ctx, key)
+	if err != nil {
+		return nil, wrapNotExist(key, err)
+	}
+	return &rangeObject{ctx: ctx, b: b, key: key, size: attrs.Size}, nil
 }
 
 func wrapNotExist(key string, err error) error {

@@ -139,7 +139,7 @@ func TestOpenObject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, isRange := obj.(*rangeObject)
+		_, isRange := obj.(*OpenedObject).Object.(*rangeObject)
 		if isRange != (size > inMemoryLimit) {
 			t.Fatalf("size %d: range reads = %t", size, isRange)
 		}
