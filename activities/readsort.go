@@ -17,8 +17,8 @@ import (
 )
 
 // maxPlanSamples bounds the number of timestamp samples the planner holds for one topic (about
-// 40 MB); topics with more rows are planned from every n-th row of each chunk's sorted order.
-const maxPlanSamples = 1 << 20
+// 12 MB); topics with more rows are planned from every n-th row of each chunk's sorted order.
+const maxPlanSamples = 256 << 10
 
 // scanParallelism is the number of input chunks scanned at once (2 cores: decoding two files at
 // once doubles throughput on tiny chunks, DESIGN.md).

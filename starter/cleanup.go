@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/workflows"
 )
 
 // errDeleteFailed is returned by a cleanup pass in which at least one prefix could not be
@@ -42,52 +44,26 @@ periodically; a pass still going when the next one is due makes the schedule ski
 			if retentionSeconds < 0 {
 				return fmt.Errorf("--retention-duration %d: must be ≥ 0 seconds (0 deletes at once)", retentionSeconds)
 			}
-			if intervalSeconds < 0 {
-				return fmt.Errorf("--time-interval %d: must be ≥ 0 seconds", intervalSeconds)
-			}
 			opts := app.CleanupOptions{RetentionDuration: time.Duration(retentionSeconds) * time.Second}
-			ctx := cmd.Context()
-			c, err := app.Dial(ctx, e.cfg, e.logger)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			out := cmd.OutOrStdout()
-
-			interval := time.Duration(intervalSeconds) * time.Second
-			if interval > 0 || cron != "" {
-				if err := app.EnsureCleanupSchedule(ctx, c, e.cfg, opts, interval, cron); err != nil {
-					return err
-				}
-				when := "every " + interval.String()
-				if cron != "" {
-					when = "on cron " + cron
-				}
-				fmt.Fprintf(out, "schedule %s starts CleanupWorkflow (retention %s) on task queue %s %s\n",
-					app.CleanupScheduleID, opts.RetentionDuration, e.cfg.TaskQueue, when)
-				return nil
-			}
-
-			run, err := app.StartCleanup(ctx, c, e.cfg, opts)
-			if err != nil {
-				return err
-			}
-			e.logger.Info("cleanup started", "workflow_id", run.GetID(), "run_id", run.GetRunID())
-			res, err := app.WaitCleanup(ctx, run)
-			if err != nil {
-				if errors.Is(ctx.Err(), context.Canceled) {
-					return fmt.Errorf("stopped waiting; cleanup %s goes on (see the Web UI or `temporal workflow describe -w %s`)",
-						run.GetID(), run.GetID())
-				}
-				return err
-			}
-			if err := app.WriteCleanupSummary(out, run.GetID(), res); err != nil {
-				return err
-			}
-			if res.DeleteFailed > 0 {
-				return errDeleteFailed
-			}
-			return nil
+			return workflowJob[workflows.CleanupResult]{
+				what:       "cleanup",
+				scheduleID: app.CleanupScheduleID,
+				describe:   fmt.Sprintf("CleanupWorkflow (retention %s)", opts.RetentionDuration),
+				schedule: func(ctx context.Context, c client.Client, interval time.Duration, cron string) error {
+					return app.EnsureCleanupSchedule(ctx, c, e.cfg, opts, interval, cron)
+				},
+				start: func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {
+					return app.StartCleanup(ctx, c, e.cfg, opts)
+				},
+				wait:    app.WaitCleanup,
+				summary: app.WriteCleanupSummary,
+				failed: func(res workflows.CleanupResult) error {
+					if res.DeleteFailed > 0 {
+						return errDeleteFailed
+					}
+					return nil
+				},
+			}.execute(cmd.Context(), e, cmd.OutOrStdout(), intervalSeconds, cron)
 		},
 	}
 	f := cmd.Flags()

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/workflows"
 )
 
 func newStoreOptimizerCommand(e *env) *cobra.Command {
@@ -28,54 +28,28 @@ With --time-interval SECONDS (> 0) or --cron EXPR: create the Temporal Schedule
 periodically; a run still going when the next one is due makes the schedule skip that one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if intervalSeconds < 0 {
-				return fmt.Errorf("--time-interval %d: must be ≥ 0 seconds", intervalSeconds)
-			}
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			c, err := app.Dial(ctx, e.cfg, e.logger)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			out := cmd.OutOrStdout()
-
-			interval := time.Duration(intervalSeconds) * time.Second
-			if interval > 0 || cron != "" {
-				if err := app.EnsureSchedule(ctx, c, e.cfg, opts, interval, cron); err != nil {
-					return err
-				}
-				when := "every " + interval.String()
-				if cron != "" {
-					when = "on cron " + cron
-				}
-				fmt.Fprintf(out, "schedule %s starts StoreOptimizerWorkflow on task queue %s %s\n",
-					app.ScheduleID, e.cfg.TaskQueue, when)
-				return nil
-			}
-
-			run, err := app.StartPass(ctx, c, e.cfg, opts)
-			if err != nil {
-				return err
-			}
-			e.logger.Info("run started", "workflow_id", run.GetID(), "run_id", run.GetRunID())
-			res, err := app.WaitPass(ctx, run)
-			if err != nil {
-				if errors.Is(ctx.Err(), context.Canceled) {
-					return fmt.Errorf("stopped waiting; run %s goes on (see the Web UI or `temporal workflow describe -w %s`)",
-						run.GetID(), run.GetID())
-				}
-				return err
-			}
-			if err := app.WriteSummary(out, run.GetID(), res); err != nil {
-				return err
-			}
-			if res.Failed > 0 {
-				return errTopicsFailed
-			}
-			return nil
+			return workflowJob[workflows.StoreOptimizerResult]{
+				what:       "run",
+				scheduleID: app.ScheduleID,
+				describe:   "StoreOptimizerWorkflow",
+				schedule: func(ctx context.Context, c client.Client, interval time.Duration, cron string) error {
+					return app.EnsureSchedule(ctx, c, e.cfg, opts, interval, cron)
+				},
+				start: func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {
+					return app.StartPass(ctx, c, e.cfg, opts)
+				},
+				wait:    app.WaitPass,
+				summary: app.WriteSummary,
+				failed: func(res workflows.StoreOptimizerResult) error {
+					if res.Failed > 0 {
+						return errTopicsFailed
+					}
+					return nil
+				},
+			}.execute(cmd.Context(), e, cmd.OutOrStdout(), intervalSeconds, cron)
 		},
 	}
 	f := cmd.Flags()
