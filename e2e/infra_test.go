@@ -122,4 +122,5 @@ func TestInfraPostgresRestart(t *testing.T) {
 	if d := sup.restarts(); len(d) != 0 {
 		t.Errorf("worker process died: %v", d)
 	}
+	t.Logf("the worker logged %d activity errors (retried)", strings.Count(sup.log.String(), `msg="Activity error."`))
 }
