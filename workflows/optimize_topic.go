@@ -103,6 +103,12 @@ func (o *topicOptimization) run(ctx workflow.Context) (OptimizeTopicResult, erro
 	result, err := o.optimize(ctx)
 	if err != nil {
 		o.release(ctx, err)
+		if ctx.Err() != nil {
+			// Canceled: whatever the last activity reported (a hung activity that never
+			// acknowledged the cancellation ends in a heartbeat timeout), the optimization
+			// ends canceled, not failed, and the topic stays queued.
+			return OptimizeTopicResult{}, ctx.Err()
+		}
 		return OptimizeTopicResult{}, topicFailure(o.in.Locator, err)
 	}
 	o.step = stepDone
