@@ -32,4 +32,12 @@ for arg in "$@"; do
   esac
 done
 log "go test ${*} ${packages[*]}"
-go test "${tags[@]}" -count=1 -timeout 20m "$@" "${packages[@]}"
+report="$(mktemp)"
+trap 'rm -f "$report"' EXIT
+status=0
+STOREOPT_FAULT_SUITE_REPORT="$report" go test "${tags[@]}" -count=1 -timeout 20m "$@" "${packages[@]}" || status=$?
+# The fault suite's summary line (e2e.TestFaultSuite), which go test hides for a passing package.
+if [[ -s "$report" ]]; then
+  cat "$report"
+fi
+exit "$status"
