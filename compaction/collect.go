@@ -20,8 +20,10 @@ type collector struct {
 	rows   int64
 }
 
-func newCollector(schema *arrow.Schema, batchRows int64, mem memory.Allocator, out func(arrow.RecordBatch) error) *collector {
-	return &collector{schema: schema, minRun: max(min(batchRows, 1024), 1), mem: mem, out: out}
+// newCollector passes on runs of at least min(batchRows, 1024, 1 MiB of rows) rows as they are.
+func newCollector(schema *arrow.Schema, batchRows, bytesPerRow int64, mem memory.Allocator, out func(arrow.RecordBatch) error) *collector {
+	minRun := min(batchRows, 1024, (1<<20)/max(bytesPerRow, 1))
+	return &collector{schema: schema, minRun: max(minRun, 1), mem: mem, out: out}
 }
 
 // add takes rows [from, to) of rec (merge.EmitFunc).

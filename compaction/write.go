@@ -102,7 +102,7 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 	})
 	g.Go(func() error { // reader and merger
 		defer close(batches)
-		col := newCollector(schema, in.Plan.BatchRows, mem, func(rec arrow.RecordBatch) error {
+		col := newCollector(schema, in.Plan.BatchRows, in.Plan.ArrowBytesPerRow, mem, func(rec arrow.RecordBatch) error {
 			select {
 			case batches <- rec:
 				return nil

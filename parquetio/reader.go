@@ -239,6 +239,9 @@ type BatchReader struct {
 func (c *Chunk) Batches(ctx context.Context, batchRows int64) (br *BatchReader, err error) {
 	defer guard(&err, "read rows")
 	c.fr.Props.BatchSize = max(batchRows, 1)
+	// Size binary data buffers from the column chunk metadata once instead of growing them by
+	// doubling (camera payloads: each doubling copies megabytes).
+	c.fr.Props.PreAllocBinaryData = true
 	rr, err := c.fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
 		return nil, &InputError{Err: fmt.Errorf("read rows: %w", err)}
