@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/storeopt/storeopt/internal/redact"
 )
 
 // Catalog is the PostgreSQL catalog. It is safe for concurrent use.
@@ -39,42 +39,11 @@ func (c *Catalog) Close() {
 	c.Pool.Close()
 }
 
-var (
-	quotedKVPassword = regexp.MustCompile(`password\s*=\s*'(?:[^'\\]|\\.)*'`)
-	plainKVPassword  = regexp.MustCompile(`password\s*=\s*[^\s']\S*`)
-	urlPassword      = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*://[^:@/]*:)([^@]*)@`)
-)
+// RedactURL returns databaseURL with its secrets (URL user info password, password query
+// parameter, key=value password) replaced by "xxxxx", for logs and error messages.
+func RedactURL(databaseURL string) string { return redact.URL(databaseURL) }
 
-// RedactURL returns databaseURL with its password (URL user info or key=value "password")
-// replaced by "xxxxx", for logs and error messages.
-func RedactURL(databaseURL string) string {
-	if u, err := url.Parse(databaseURL); err == nil && u.Scheme != "" {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		return u.String()
-	}
-	s := urlPassword.ReplaceAllString(databaseURL, "${1}xxxxx@")
-	s = quotedKVPassword.ReplaceAllLiteralString(s, "password=xxxxx")
-	return plainKVPassword.ReplaceAllLiteralString(s, "password=xxxxx")
-}
-
-// passwordOf returns the password written in databaseURL, or "" if it has none.
-func passwordOf(databaseURL string) string {
-	if u, err := url.Parse(databaseURL); err == nil && u.Scheme != "" {
-		p, _ := u.User.Password()
-		return p
-	}
-	if m := urlPassword.FindStringSubmatch(databaseURL); m != nil {
-		return m[2]
-	}
-	if cfg, err := pgconn.ParseConfig(databaseURL); err == nil {
-		return cfg.Password
-	}
-	return ""
-}
-
-// redactedError hides the password of a connection string from an error message while keeping
+// redactedError hides the secrets of a connection string from an error message while keeping
 // the wrapped chain for errors.Is / errors.As.
 type redactedError struct {
 	msg string
@@ -85,14 +54,7 @@ func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
 func redactError(databaseURL string, err error) error {
-	pw := passwordOf(databaseURL)
-	msg := err.Error()
-	if pw != "" {
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		msg = strings.ReplaceAll(msg, url.PathEscape(pw), "xxxxx")
-		msg = strings.ReplaceAll(msg, url.QueryEscape(pw), "xxxxx")
-	}
-	return &redactedError{msg: msg, err: err}
+	return &redactedError{msg: redact.Message(err.Error(), databaseURL), err: err}
 }
 
 // checkText refuses a string PostgreSQL TEXT cannot hold (invalid UTF-8 or a NUL byte), with an
