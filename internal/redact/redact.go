@@ -95,8 +95,10 @@ func Secrets(raw string) []string {
 	if err != nil {
 		if m := urlUserPassword.FindStringSubmatch(raw); m != nil {
 			add(m[2])
-			if i := strings.Index(m[2], "@"); i > 0 {
-				add(m[2][:i])
+			// Libraries that mask such a URL themselves may mask only up to an "@" inside the
+			// password: mask every piece.
+			for _, piece := range strings.Split(m[2], "@") {
+				add(piece)
 			}
 		}
 		if _, q, ok := strings.Cut(raw, "?"); ok {

@@ -14,6 +14,7 @@ func TestNoSecretSurvives(t *testing.T) {
 		{"postgres://alice:UserPW@127.0.0.1:5432/storeopt?password=QueryPW2", "QueryPW2"},
 		{"postgres://alice:S3c%ret@PW@127.0.0.1:5432/db", "S3c%ret@PW"},
 		{"postgres://alice:S3c%ret@PW@127.0.0.1:5432/db", "S3c%ret"},
+		{"postgres://alice:S3c%ret@PW@127.0.0.1:5432/db", "@PW@"},
 		{"s3://bucket?endpoint=http://u:EPpw@127.0.0.1:1&region=us-east-1", "EPpw"},
 		{"s3://bucket?region=x&aws_secret_access_key=AKsecret&x-amz-security-token=Tok123", "AKsecret"},
 		{"s3://bucket?region=x&aws_secret_access_key=AKsecret&x-amz-security-token=Tok123", "Tok123"},
@@ -24,7 +25,8 @@ func TestNoSecretSurvives(t *testing.T) {
 		if got := URL(tc.raw); strings.Contains(got, tc.secret) {
 			t.Errorf("URL(%q) = %q shows the secret", tc.raw, got)
 		}
-		msg := "failed to connect to " + tc.raw + " (" + strings.ReplaceAll(tc.raw, ":", "%3A") + ")"
+		msg := "failed to connect to " + tc.raw + " (" + strings.ReplaceAll(tc.raw, ":", "%3A") + ")" +
+			" cannot parse `" + strings.Replace(tc.raw, "S3c%ret", "xxxxx", 1) + "`"
 		if got := Message(msg, tc.raw); strings.Contains(got, tc.secret) {
 			t.Errorf("Message for %q = %q shows the secret", tc.raw, got)
 		}
