@@ -2,9 +2,12 @@ package activities_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/activities"
@@ -141,4 +144,22 @@ func optimizeConcurrently(t *testing.T, pool int64) int64 {
 		}
 	}
 	return hw
+}
+
+// TestWrongStoreIsNotAnInputFault: a worker pointed at a store without the topic's objects gets
+// a retryable error that says so, not a non-retryable input fault (which would count towards
+// quarantine and blame the topic).
+func TestWrongStoreIsNotAnInputFault(t *testing.T) {
+	a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 3, RowsPerChunk: 10}})
+	empty, _ := testenv.NewBucket(t)
+	wrong := &activities.Activities{Catalog: a.Catalog, Bucket: empty}
+	ctx := activities.WithRun(context.Background(), "test-owner", "run-wrong-store")
+	if _, err := wrong.Lease(ctx, activities.LeaseInput{TopicID: ts[0].TopicID}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := wrong.ReadSort(ctx, activities.ReadSortInput{TopicID: ts[0].TopicID})
+	var appErr *temporal.ApplicationError
+	if err == nil || errors.As(err, &appErr) || !strings.Contains(err.Error(), "store URL") {
+		t.Fatalf("got %v, want a retryable error about the store URL", err)
+	}
 }

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -72,11 +73,11 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	if err := store.CheckPrefix(topic.DataPrefix); err != nil {
 		return nil, nil, &parquetio.InputError{Err: err}
 	}
-	if err := a.checkMetadata(ctx, topic.DataPrefix); err != nil {
-		return nil, nil, err
-	}
 	chunks, err := a.Catalog.Chunks(ctx, topic.ID)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.checkMetadata(ctx, topic.DataPrefix, chunks); err != nil {
 		return nil, nil, err
 	}
 	if len(chunks) == 0 {
@@ -152,14 +153,24 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	return p, ids, nil
 }
 
+// errTopicNotInStore is returned (retryable, never counted towards quarantine) when neither the
+// metadata nor the first chunk of a topic is in the store: far more likely a worker pointed at the
+// wrong store than a broken topic.
+var errTopicNotInStore = errors.New("neither metadata.json nor the first chunk is in the store: is the worker's store URL right?")
+
 // checkMetadata fails with an input fault when the topic's metadata.json is missing or empty.
-func (a *Activities) checkMetadata(ctx context.Context, prefix string) error {
+func (a *Activities) checkMetadata(ctx context.Context, prefix string, chunks []catalog.Chunk) error {
 	key := store.MetadataKey(prefix)
 	attrs, err := a.Bucket.Attributes(ctx, key)
 	if err != nil {
 		// Only a store that answers "no such object" makes this an input fault; any other error
 		// (the store unreachable) is retried.
 		if ok, existsErr := a.Bucket.Exists(ctx, key); existsErr == nil && !ok {
+			if len(chunks) > 0 {
+				if ok, err := a.Bucket.Exists(ctx, chunks[0].ObjectKey); err == nil && !ok {
+					return fmt.Errorf("%s: %w", prefix, errTopicNotInStore)
+				}
+			}
 			return &parquetio.InputError{Err: fmt.Errorf("%s: topic metadata is missing", key)}
 		}
 		return err

@@ -12,6 +12,20 @@ import (
 	_ "gocloud.dev/blob/s3blob"  // s3:// URLs
 )
 
+// checkStoreExists refuses a file:// store whose directory does not exist: a worker pointed at
+// the wrong directory would otherwise find no topic's objects. (OpenStore creates the directory,
+// which ingestion wants; a worker must not.)
+func checkStoreExists(storeURL string) error {
+	u, err := url.Parse(storeURL)
+	if err != nil || u.Scheme != fileblob.Scheme {
+		return nil
+	}
+	if _, err := os.Stat(u.Path); err != nil {
+		return fmt.Errorf("store URL %s: directory does not exist (a worker needs the store the catalog's topics were ingested into)", RedactURL(storeURL))
+	}
+	return nil
+}
+
 // OpenStore opens the object store named by a gocloud.dev/blob URL:
 //
 //   - file:///abs/dir — a directory, created (with parents) when missing;

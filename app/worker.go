@@ -46,6 +46,9 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 		return err
 	}
 	defer cat.Close()
+	if err := checkStoreExists(cfg.StoreURL); err != nil {
+		return err
+	}
 	bucket, err := OpenStore(ctx, cfg.StoreURL)
 	if err != nil {
 		return err
