@@ -132,9 +132,8 @@ func upsertSchedule(ctx context.Context, c client.Client, id string, spec client
 				s.Policy = &client.SchedulePolicies{}
 			}
 			s.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
-			if s.State != nil {
-				s.State.Paused = false
-			}
+			// A paused schedule stays paused: an operator paused it on purpose
+			// (`temporal schedule toggle --unpause` resumes it).
 			return &client.ScheduleUpdate{Schedule: &s}, nil
 		},
 	})
