@@ -65,8 +65,7 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 	}
 	cw := &countingWriter{w: bw}
 	wschema := writerSchema(schema)
-	pw, err := parquetio.NewWriter(cw, wschema, parquetio.WriterOptions{
-		RowGroupRows: in.Plan.RowGroupRows, BytesPerRow: in.Plan.ArrowBytesPerRow, Mem: mem})
+	pw, err := parquetio.NewWriter(cw, wschema, parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows, Mem: mem})
 	if err != nil {
 		abort()
 		_ = bw.Close()

@@ -18,11 +18,6 @@ type WriterOptions struct {
 	RowGroupRows int64
 	// Compression of every column; default zstd.
 	Compression compress.Compression
-	// BytesPerRow is the rows' average uncompressed size, bytes (0 = unknown). The encoder checks
-	// the page size limit (1 MiB) after every write batch of values; with wide rows (camera
-	// frames) the default batch of 1024 values would make pages of tens of MB, which readers
-	// decode slowly, so the write batch is cut to about 1 MiB of rows.
-	BytesPerRow int64
 	// Mem allocates the writer's buffers; nil = Go allocator.
 	Mem memory.Allocator
 }
@@ -60,9 +55,6 @@ func NewWriter(w io.Writer, schema *arrow.Schema, opts WriterOptions) (*Writer, 
 		parquet.WithDictionaryDefault(false),
 		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
 		parquet.WithCreatedBy("storeopt"),
-	}
-	if opts.BytesPerRow > 0 {
-		props = append(props, parquet.WithBatchSize(min(max((1<<20)/opts.BytesPerRow, 1), parquet.DefaultWriteBatchSize)))
 	}
 	for _, f := range schema.Fields() {
 		switch f.Type.ID() {
