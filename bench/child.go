@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/storeopt/storeopt/activities"
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/mempool"
 )
 
 // jobSpec is what the parent tells a child job.
@@ -139,8 +141,16 @@ func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if spec.MemProfile != "" {
+		stop := watchPeakHeap(peakProfilePath(spec.MemProfile))
+		defer stop()
+	}
 	ctx = activities.WithRun(ctx, "bench", spec.RunToken)
-	acts := &activities.Activities{Catalog: cat, Bucket: bucket, MemoryPoolBytes: spec.MemoryPoolBytes}
+	pool := mempool.New(spec.MemoryPoolBytes)
+	acts := &activities.Activities{Catalog: cat, Bucket: bucket, MemoryPoolBytes: spec.MemoryPoolBytes, MemoryPool: pool}
+	defer func() {
+		logf("storeopt job: Arrow allocator high-water mark %.1f MiB", float64(pool.Allocator().HighWater())/(1<<20))
+	}()
 	lease, err := acts.Lease(ctx, activities.LeaseInput{TopicID: spec.TopicID})
 	if err != nil {
 		return res, fmt.Errorf("lease: %w", err)
@@ -200,6 +210,45 @@ func writeHeapProfile(path string) error {
 		err = cerr
 	}
 	return err
+}
+
+// peakProfilePath inserts ".peak" before the extension of a heap profile path.
+func peakProfilePath(path string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + ".peak" + ext
+}
+
+// watchPeakHeap samples the live heap (runtime/metrics /gc/heap/live:bytes: the heap marked
+// live by the last collection) every 50 ms and, whenever it reaches a new high, writes the in-use
+// heap profile (which describes that collection) to path. The returned function stops the
+// watcher and logs the peak.
+func watchPeakHeap(path string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var peak uint64
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				logf("storeopt job: peak live heap %.1f MiB (profile %s)", float64(peak)/(1<<20), path)
+				return
+			case <-t.C:
+			}
+			metrics.Read(sample)
+			if live := sample[0].Value.Uint64(); live > peak {
+				peak = live
+				if f, err := os.Create(path); err == nil {
+					_ = pprof.Lookup("heap").WriteTo(f, 0)
+					_ = f.Close()
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // sqlString quotes s as a SQL string literal.

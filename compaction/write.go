@@ -122,6 +122,7 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 		return col.flush()
 	})
 	if err := g.Wait(); err != nil {
+		pw.Discard()
 		abort()
 		_ = bw.Close()
 		return res, err

@@ -23,9 +23,19 @@ type Pool struct {
 	alloc    *Allocator
 }
 
+// maxCachedFor returns how many freed bytes the allocator of a pool of limit bytes keeps for
+// reuse: a sixteenth of the pool (16 MiB of a 256 MiB pool), or defaultMaxCached when unlimited.
+// The cache is outside the reservations, so it is kept small against the pool.
+func maxCachedFor(limit int64) int64 {
+	if limit <= 0 {
+		return defaultMaxCached
+	}
+	return limit / 16
+}
+
 // New returns a pool of limit bytes; limit <= 0 means unlimited (reservations never wait).
 func New(limit int64) *Pool {
-	return &Pool{limit: max(limit, 0), alloc: &Allocator{mem: newRecycler()}}
+	return &Pool{limit: max(limit, 0), alloc: &Allocator{mem: newRecycler(maxCachedFor(limit))}}
 }
 
 // Limit returns the pool size in bytes (0 = unlimited).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestReserveWaitsForRoom(t *testing.T) {
@@ -54,33 +55,37 @@ func TestReserveWaitsForRoom(t *testing.T) {
 func TestAllocatorRecyclesZeroedAlignedBuffers(t *testing.T) {
 	a := New(0).Allocator()
 	b := a.Allocate(10_000)
-	if len(b) != 10_000 || cap(b) != 16384 {
-		t.Fatalf("len %d cap %d", len(b), cap(b))
+	if len(b) != 10_000 || cap(b) != 10240 {
+		t.Fatalf("len %d cap %d, want 10000 and class 10240", len(b), cap(b))
 	}
 	for i := range b {
 		b[i] = 0xff
 	}
+	first := &b[0]
 	a.Free(b)
 	if a.InUse() != 0 || a.HighWater() != 10_000 {
 		t.Fatalf("in use %d, high-water %d", a.InUse(), a.HighWater())
 	}
-	c := a.Allocate(12_000)
-	c = a.Reallocate(16_000, c)
+	c := a.Allocate(9_000) // same class: the freed buffer comes back
+	if &c[0] != first {
+		t.Fatalf("a freed buffer of the same class was not reused")
+	}
+	c = a.Reallocate(10_200, c)
 	for i, v := range c {
 		if v != 0 {
 			t.Fatalf("byte %d of a recycled buffer is %#x, want 0", i, v)
 		}
 	}
-	if uintptr(len(c)) == 0 || (uintptr(cap(c)) != 16384) {
-		t.Fatalf("cap %d", cap(c))
+	if cap(c) != 10240 || uintptr(unsafe.Pointer(&c[0]))%64 != 0 {
+		t.Fatalf("cap %d, address %p: want class 10240, 64-byte aligned", cap(c), &c[0])
 	}
 	d := a.Reallocate(40_000, c) // grows into a new class, frees the old buffer
-	if len(d) != 40_000 || a.InUse() != 40_000 {
-		t.Fatalf("len %d, in use %d", len(d), a.InUse())
+	if len(d) != 40_000 || cap(d) != 40960 || a.InUse() != 40_000 {
+		t.Fatalf("len %d, cap %d, in use %d", len(d), cap(d), a.InUse())
 	}
-	for i, v := range d[16_000:] {
+	for i, v := range d[10_200:] {
 		if v != 0 {
-			t.Fatalf("byte %d beyond the copied part is %#x", 16_000+i, v)
+			t.Fatalf("byte %d beyond the copied part is %#x", 10_200+i, v)
 		}
 	}
 	small := a.Allocate(100)
@@ -89,4 +94,39 @@ func TestAllocatorRecyclesZeroedAlignedBuffers(t *testing.T) {
 	if a.InUse() != 0 {
 		t.Fatalf("in use %d after freeing everything", a.InUse())
 	}
+}
+
+func TestSizeClassesWasteAtMostAQuarter(t *testing.T) {
+	for size := minRecycled + 1; size < 1<<24; size += 997 {
+		c, ok := classOf(size)
+		if !ok {
+			t.Fatalf("size %d has no class", size)
+		}
+		cs := classSize(c)
+		if cs < size || float64(cs) > 1.25*float64(size) {
+			t.Fatalf("size %d: class %d of %d bytes", size, c, cs)
+		}
+		if back, _ := classOf(cs); back != c {
+			t.Fatalf("class size %d maps to class %d, not %d", cs, back, c)
+		}
+	}
+	if _, ok := classOf(1<<maxExp + 1); ok {
+		t.Fatalf("a size beyond the largest class got a class")
+	}
+}
+
+func TestFreeListsAreBounded(t *testing.T) {
+	p := New(16 * 20480) // the allocator caches a sixteenth: one buffer of 20480 bytes
+	a := p.Allocator()
+	x, y := a.Allocate(20_000), a.Allocate(20_000)
+	a.Free(x)
+	a.Free(y)
+	if got := a.mem.(*recycler).Cached(); got != 20480 {
+		t.Fatalf("free lists hold %d bytes, want 20480 (the bound)", got)
+	}
+	z := a.Allocate(20_000)
+	if got := a.mem.(*recycler).Cached(); got != 0 {
+		t.Fatalf("free lists hold %d bytes after reuse, want 0", got)
+	}
+	a.Free(z)
 }

@@ -236,9 +236,12 @@ type BatchReader struct {
 
 // Batches returns a reader of all rows in batches of at most batchRows rows (> 0). The caller
 // calls Release on the reader (and Release on nothing it gets from Next unless it Retains it).
+// Batches are never sized beyond the chunk's rows: the reader reserves value buffers for a whole
+// batch, and a merge passes slices of those buffers on to the output's row group, so an
+// oversized buffer would stay alive with them.
 func (c *Chunk) Batches(ctx context.Context, batchRows int64) (br *BatchReader, err error) {
 	defer guard(&err, "read rows")
-	c.fr.Props.BatchSize = max(batchRows, 1)
+	c.fr.Props.BatchSize = max(min(batchRows, c.fr.ParquetReader().NumRows()), 1)
 	// Size binary data buffers from the column chunk metadata once instead of growing them by
 	// doubling (camera payloads: each doubling copies megabytes).
 	c.fr.Props.PreAllocBinaryData = true

@@ -30,7 +30,8 @@ type Writer struct {
 	fw      *pqarrow.FileWriter
 	schema  *arrow.Schema
 	rgRows  int64
-	inGroup int64
+	inGroup int64               // rows held in pending
+	pending []arrow.RecordBatch // the rows of the row group being gathered
 	rows    int64
 }
 
@@ -91,31 +92,68 @@ func leafIndexOfTopLevel(schema *arrow.Schema, i int) (int, bool) {
 }
 
 // Write appends the rows of rec (which must carry the writer's schema's column types), cutting
-// row groups every RowGroupRows rows.
+// row groups every RowGroupRows rows. Rows are held (rec is retained, not copied) until a row
+// group is complete; the row group is then encoded column by column straight to the underlying
+// writer, so the writer holds at most one row group of Arrow data plus the buffers of the one
+// column chunk being encoded, never a row group of encoded pages of every column.
 func (w *Writer) Write(rec arrow.RecordBatch) error {
 	n := rec.NumRows()
 	for off := int64(0); off < n; {
-		if w.inGroup == 0 || w.inGroup >= w.rgRows {
-			w.fw.NewBufferedRowGroup()
-			w.inGroup = 0
-		}
 		take := min(n-off, w.rgRows-w.inGroup)
 		part := rec
 		if off != 0 || take != n {
 			part = rec.NewSlice(off, off+take)
+		} else {
+			rec.Retain()
 		}
-		err := w.fw.WriteBuffered(part)
-		if part != rec {
-			part.Release()
-		}
-		if err != nil {
-			return fmt.Errorf("write chunk: %w", err)
-		}
+		w.pending = append(w.pending, part)
 		w.inGroup += take
 		w.rows += take
 		off += take
+		if w.inGroup == w.rgRows {
+			if err := w.flushRowGroup(); err != nil {
+				return fmt.Errorf("write chunk: %w", err)
+			}
+		}
 	}
 	return nil
+}
+
+// flushRowGroup encodes the held rows as one row group and releases them.
+func (w *Writer) flushRowGroup() error {
+	defer w.releasePending()
+	if len(w.pending) == 0 {
+		return nil
+	}
+	if err := w.fw.NewRowGroupChecked(); err != nil {
+		return err
+	}
+	chunks := make([]arrow.Array, len(w.pending))
+	for i := range w.schema.NumFields() {
+		for j, rec := range w.pending {
+			chunks[j] = rec.Column(i)
+		}
+		col := arrow.NewChunked(w.schema.Field(i).Type, chunks)
+		err := w.fw.WriteColumnChunked(col, 0, w.inGroup)
+		col.Release()
+		if err != nil {
+			return fmt.Errorf("column %q: %w", w.schema.Field(i).Name, err)
+		}
+	}
+	return nil
+}
+
+// Discard releases the rows held for the current row group without writing them; for error
+// paths that abandon the chunk instead of closing it. The Writer must not be used afterwards.
+func (w *Writer) Discard() { w.releasePending() }
+
+func (w *Writer) releasePending() {
+	for _, rec := range w.pending {
+		rec.Release()
+	}
+	clear(w.pending)
+	w.pending = w.pending[:0]
+	w.inGroup = 0
 }
 
 // Rows returns the number of rows written so far.
@@ -123,7 +161,11 @@ func (w *Writer) Rows() int64 { return w.rows }
 
 // Close finishes the footer. It does not close the underlying io.Writer.
 func (w *Writer) Close() error {
-	if err := w.fw.Close(); err != nil {
+	err := w.flushRowGroup()
+	if cerr := w.fw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("write chunk: close: %w", err)
 	}
 	return nil
