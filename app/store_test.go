@@ -26,6 +26,28 @@ func TestOpenStoreFileCreatesDirectory(t *testing.T) {
 	}
 }
 
+func TestOpenStoreFileWritesNoSidecarUnlessAsked(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		query   string
+		sidecar bool
+	}{{"", false}, {"?metadata=", true}, {"?metadata=skip", false}} {
+		dir := t.TempDir()
+		b, err := OpenStore(ctx, "file://"+dir+tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.WriteAll(ctx, "tp_x/data/00000.parquet", []byte("abc"), nil); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		_, err = os.Stat(filepath.Join(dir, "tp_x", "data", "00000.parquet.attrs"))
+		if got := err == nil; got != tc.sidecar {
+			t.Errorf("URL query %q: sidecar written = %v, want %v", tc.query, got, tc.sidecar)
+		}
+	}
+}
+
 func TestOpenStoreMem(t *testing.T) {
 	b, err := OpenStore(context.Background(), "mem://")
 	if err != nil {

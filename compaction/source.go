@@ -138,8 +138,11 @@ func (s *chunkSource) releaseOwned() {
 
 func (s *chunkSource) Close() {
 	s.releaseOwned()
-	s.br.Release()
-	s.chunk.Close()
+	if s.br != nil {
+		s.br.Release()
+		s.chunk.Close()
+	}
+	s.br, s.chunk, s.cur = nil, nil, merge.Batch{}
 }
 
 // concatRecords concatenates record batches of one schema column by column.

@@ -78,10 +78,15 @@ type cursor struct {
 	closed   bool
 }
 
+// close closes c's source and drops it, so that a finished input's reader, footer and buffers
+// are garbage at once although the merger still lists the cursor (an output may read thousands
+// of inputs).
 func (c *cursor) close() {
 	if !c.closed {
 		c.closed = true
 		c.src.Close()
+		c.src = nil
+		c.b = nil
 	}
 }
 

@@ -143,9 +143,9 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 	p.BatchRows, p.RowGroupRows = batchSizes(inputs)
 	p.ArrowBytesPerRow = arrowBytesPerRow(inputs)
 	if opts.MemoryBudgetBytes > 0 {
-		// batch: 1/64 of the pool (several are held at once); row group: 1/16.
-		p.BatchRows = max(min(p.BatchRows, opts.MemoryBudgetBytes/64/p.ArrowBytesPerRow), 1)
-		p.RowGroupRows = max(min(p.RowGroupRows, opts.MemoryBudgetBytes/16/p.ArrowBytesPerRow), 1)
+		// batch: 1/128 of the pool (several are held at once); row group: 1/32.
+		p.BatchRows = max(min(p.BatchRows, opts.MemoryBudgetBytes/128/p.ArrowBytesPerRow), 1)
+		p.RowGroupRows = max(min(p.RowGroupRows, opts.MemoryBudgetBytes/32/p.ArrowBytesPerRow), 1)
 	}
 	// Room for the output's own footer: about the largest input footer (same schema).
 	budget := max(opts.MaxChunkSizeBytes-footer, 1)
