@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/duckdb/duckdb-go/v2" // database/sql driver "duckdb"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/activities"
@@ -57,6 +55,10 @@ func runChild(job, specPath, resultPath string) error {
 		return fmt.Errorf("job spec %s: %w", specPath, err)
 	}
 	ctx := context.Background()
+	if os.Getenv("STOREOPT_BENCH_MEMSTATS") != "" {
+		logf("%s job: at start %s", job, memSummary())
+		defer func() { logf("%s job: at end %s", job, memSummary()) }()
+	}
 	var res jobResult
 	switch job {
 	case jobRead:
@@ -77,6 +79,25 @@ func runChild(job, specPath, resultPath string) error {
 		return err
 	}
 	return merr
+}
+
+// memSummary describes the process's memory for profiling (STOREOPT_BENCH_MEMSTATS=1): peak and
+// current RSS from /proc/self/status and the Go runtime's view.
+func memSummary() string {
+	var rss string
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "VmHWM") || strings.HasPrefix(line, "VmRSS") {
+				rss += strings.Join(strings.Fields(line), " ") + " "
+			}
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mib := func(v uint64) string { return fmt.Sprintf("%.0f", float64(v)/(1<<20)) }
+	return fmt.Sprintf("%sGo: sys %s MiB, heap sys %s, heap released %s, heap in use %s, stacks %s, other %s, GCs %d",
+		rss, mib(ms.Sys), mib(ms.HeapSys), mib(ms.HeapReleased), mib(ms.HeapInuse), mib(ms.StackSys),
+		mib(ms.Sys-ms.HeapSys-ms.StackSys), ms.NumGC)
 }
 
 // readJob decodes every input chunk once with pqarrow, two files at a time.
@@ -249,34 +270,4 @@ func watchPeakHeap(path string) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
-}
-
-// sqlString quotes s as a SQL string literal.
-func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-// duckdbJob sorts the topic with DuckDB (threads = cores, memory not limited) into one file.
-func duckdbJob(ctx context.Context, spec jobSpec) (jobResult, error) {
-	t := newPhaseTimer()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return jobResult{}, err
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return jobResult{}, err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SET temp_directory = "+sqlString(filepath.Join(spec.OutputDir, "spill"))); err != nil {
-		return jobResult{}, err
-	}
-	out := filepath.Join(spec.OutputDir, "sorted.parquet")
-	t.done("open")
-	q := fmt.Sprintf("COPY (SELECT * FROM read_parquet(%s) ORDER BY timestamp_ns) TO %s (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1048576)",
-		sqlString(spec.InputGlob), sqlString(out))
-	if _, err := conn.ExecContext(ctx, q); err != nil {
-		return jobResult{}, fmt.Errorf("%s: %w", q, err)
-	}
-	t.done("copy")
-	return jobResult{OutputFiles: []string{out}, Phases: t.phases}, nil
 }

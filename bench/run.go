@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -204,12 +206,49 @@ func runOnce(ctx context.Context, cfg config, srv *server, d *dataset, job strin
 	return m, nil
 }
 
-// runChildProcess re-executes this binary with -job and measures it: wall time here, CPU time
-// and peak RSS from the child's rusage.
+// jobBinaries builds, once per invocation, the binary that runs the read and storeopt jobs: this
+// package built with the tag noduckdb, so that those jobs' peak RSS is not inflated by DuckDB's
+// static library (a storeopt worker does not link DuckDB either).
+var jobBinaries struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// jobBinary returns the executable that runs job: this binary for duckdb (or when it was itself
+// built without DuckDB), else the noduckdb build, made with the go command from this package's
+// source directory into dir.
+func jobBinary(ctx context.Context, job, dir string) (string, error) {
+	self, err := os.Executable()
+	if err != nil || job == jobDuckDB || !hasDuckDB {
+		return self, err
+	}
+	jobBinaries.once.Do(func() {
+		_, file, _, ok := runtime.Caller(0)
+		src := filepath.Dir(file)
+		if _, err := os.Stat(filepath.Join(src, "noduckdb.go")); !ok || err != nil {
+			jobBinaries.err = fmt.Errorf("building the job binary needs the bench's source directory %s (run the bench from the repository)", src)
+			return
+		}
+		out := filepath.Join(dir, "bench-jobs")
+		logf("building the job binary without DuckDB: go build -tags noduckdb -o %s", out)
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "noduckdb", "-o", out, ".")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = src, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			jobBinaries.err = fmt.Errorf("go build -tags noduckdb in %s: %w", src, err)
+			return
+		}
+		jobBinaries.path = out
+	})
+	return jobBinaries.path, jobBinaries.err
+}
+
+// runChildProcess runs job in a child process (jobBinary with -job) and measures it: wall time
+// here, CPU time and peak RSS from the child's rusage.
 func runChildProcess(ctx context.Context, runDir, job string, spec jobSpec, env []string) (jobResult, measurement, error) {
 	var res jobResult
 	var m measurement
-	self, err := os.Executable()
+	bin, err := jobBinary(ctx, job, filepath.Dir(filepath.Dir(runDir)))
 	if err != nil {
 		return res, m, err
 	}
@@ -221,7 +260,7 @@ func runChildProcess(ctx context.Context, runDir, job string, spec jobSpec, env 
 	if err := os.WriteFile(specPath, b, 0o644); err != nil {
 		return res, m, err
 	}
-	cmd := exec.CommandContext(ctx, self, "-job", job, "-job-spec", specPath, "-job-result", resultPath)
+	cmd := exec.CommandContext(ctx, bin, "-job", job, "-job-spec", specPath, "-job-result", resultPath)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stderr, os.Stderr
 	start := time.Now()
 	runErr := cmd.Run()
