@@ -108,10 +108,21 @@ func write(t testing.TB, schema *arrow.Schema, n int, splits []int, opts WriterO
 	return buf.Bytes()
 }
 
-// readAll opens data and reads its timestamps and every batch; it returns the chunk's facts, the
-// digest of all rows and the first error met.
+// inMemoryReader is a reader that says its bytes are in memory, like a store object read whole:
+// Open then reads column chunks through a small buffer (InMemory).
+type inMemoryReader struct{ *bytes.Reader }
+
+func (inMemoryReader) InMemory() bool { return true }
+
+// readAll opens data as an in-memory object and reads its timestamps and every batch; it returns
+// the chunk's facts, the digest of all rows and the first error met.
 func readAll(data []byte, batchRows int64) (c *Chunk, d verify.Digest, err error) {
-	c, err = Open(bytes.NewReader(data), nil)
+	return readAllFrom(inMemoryReader{bytes.NewReader(data)}, batchRows)
+}
+
+// readAllFrom is readAll from any reader (a plain *bytes.Reader reads column chunks whole).
+func readAllFrom(r parquet.ReaderAtSeeker, batchRows int64) (c *Chunk, d verify.Digest, err error) {
+	c, err = Open(r, nil)
 	if err != nil {
 		return nil, d, err
 	}
@@ -404,6 +415,10 @@ func TestCorruptChunksNeverPanic(t *testing.T) {
 			data[r.IntN(len(data))] ^= byte(1 + r.IntN(255))
 		}
 		_, _, err := readAll(data, 300)
+		_, _, errWhole := readAllFrom(bytes.NewReader(data), 300)
+		if (err == nil) != (errWhole == nil) {
+			t.Errorf("buffered read error %v, whole-column-chunk read error %v", err, errWhole)
+		}
 		if err != nil {
 			failures++
 			if !IsInputError(err) {
@@ -453,7 +468,7 @@ func TestBadDataFilesAreRefused(t *testing.T) {
 // its rows with Batches.
 func readRowsUnchecked(data []byte) (err error) {
 	defer guard(&err, "test open")
-	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(readerProperties(memory.DefaultAllocator)))
+	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(readerProperties(memory.DefaultAllocator, false)))
 	if err != nil {
 		return &InputError{Err: err}
 	}
@@ -532,5 +547,20 @@ func TestFirstDifference(t *testing.T) {
 	nullable[1].Nullable = true
 	if d := FirstDifference(base, arrow.NewSchema(nullable, ptr(base.Metadata()))); !strings.Contains(d, "field 1 differs") {
 		t.Errorf("nullability: %q", d)
+	}
+}
+
+func TestBufferedAndWholeColumnChunkReadsAgree(t *testing.T) {
+	data := write(t, topicSchema(), 120_000, []int{7000}, WriterOptions{RowGroupRows: 50_000})
+	c1, d1, err := readAll(data, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, d2, err := readAllFrom(bytes.NewReader(data), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d1 != d2 || c1.NumRows != 120_000 || c2.NumRows != 120_000 {
+		t.Fatalf("buffered read: %d rows, digest %v; whole read: %d rows, digest %v", c1.NumRows, d1, c2.NumRows, d2)
 	}
 }

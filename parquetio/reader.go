@@ -53,12 +53,27 @@ func guard(err *error, what string) {
 	}
 }
 
+// InMemory is implemented by readers whose bytes are all in memory already (store objects read
+// whole). Open then reads column chunks through a small buffer instead of arrow-go's default of
+// copying each column chunk whole before decoding it: page data is read into the decoder's own
+// buffer either way, so the copy only doubled a chunk's memory. Readers of remote objects keep
+// the default, which costs one range request per column chunk rather than one per buffer.
+type InMemory interface{ InMemory() bool }
+
+// streamBufferBytes is the read buffer of a column chunk of an in-memory object; page headers
+// larger than it grow it.
+const streamBufferBytes = 64 << 10
+
 // readerProperties raise the page size limits: other tools (DuckDB) write pages of 100 MB for
 // binary columns, which the defaults refuse (DESIGN.md, arrow-go facts).
-func readerProperties(mem memory.Allocator) *parquet.ReaderProperties {
+func readerProperties(mem memory.Allocator, inMemory bool) *parquet.ReaderProperties {
 	props := parquet.NewReaderProperties(mem)
 	props.MaxCompressedPageSize = 1 << 30
 	props.MaxUncompressedPageSize = 2 << 30
+	if inMemory {
+		props.BufferedStreamEnabled = true
+		props.BufferSize = streamBufferBytes
+	}
 	return props
 }
 
@@ -89,7 +104,8 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	pf, err := file.NewParquetReader(r, file.WithReadProps(readerProperties(mem)))
+	m, ok := r.(InMemory)
+	pf, err := file.NewParquetReader(r, file.WithReadProps(readerProperties(mem, ok && m.InMemory())))
 	if err != nil {
 		return nil, &InputError{Err: fmt.Errorf("not a readable Parquet file: %w", err)}
 	}

@@ -151,6 +151,12 @@ type OpenedObject struct {
 	buf []byte
 }
 
+// InMemory reports whether the object was read whole into memory (parquetio.InMemory).
+func (o *OpenedObject) InMemory() bool {
+	m, ok := o.Object.(*memObject)
+	return ok && m.InMemory()
+}
+
 // Release frees the in-memory copy; the object must not be read afterwards.
 func (o *OpenedObject) Release() {
 	if o.mem != nil && o.buf != nil {
@@ -179,6 +185,9 @@ func wrapNotExist(key string, err error) error {
 type memObject struct{ *bytes.Reader }
 
 func (m *memObject) Size() int64 { return m.Reader.Size() }
+
+// InMemory reports that every byte is in memory (parquetio.InMemory).
+func (m *memObject) InMemory() bool { return true }
 
 // rangeObject serves ReadAt with range reads; Read/Seek keep their own offset.
 type rangeObject struct {
