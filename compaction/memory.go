@@ -14,8 +14,9 @@ func ScanMemory(sizeBytes, rows int64) int64 {
 // OutputMemory estimates the bytes WriteOutput holds while writing output o of p: for each of the
 // at most o.MaxOpen inputs open at once, its object (when read whole), two decoded batches and
 // page buffers (a whole unsorted input is held three times: batches, concatenation, sorted
-// copy); on the output side the collector's batch, two batches in the channel, the batch being
-// encoded, and the encoded row group buffered until it is flushed.
+// copy); on the output side the collector's batch, two batches in the channel and the batch
+// being handed over, the row group the writer holds as Arrow data until it is complete
+// (parquetio.Writer), and the page buffers of the one column chunk being encoded.
 func OutputMemory(p *plan.Plan, o plan.Output) int64 {
 	batch := p.BatchRows * p.ArrowBytesPerRow
 	var widest int64
@@ -28,14 +29,6 @@ func OutputMemory(p *plan.Plan, o plan.Output) int64 {
 		}
 		widest = max(widest, need)
 	}
-	var compressedPerRow int64 = 1
-	if p.Totals.Rows > 0 {
-		var size int64
-		for _, in := range p.Inputs {
-			size += in.SizeBytes
-		}
-		compressedPerRow = max(size/p.Totals.Rows, 1)
-	}
-	rowGroup := min(p.RowGroupRows, max(o.EstRows, 1)) * compressedPerRow
-	return int64(max(o.MaxOpen, 1))*widest + 4*batch + 2*rowGroup + 8<<20
+	rowGroup := min(p.RowGroupRows, max(o.EstRows, 1)) * p.ArrowBytesPerRow
+	return int64(max(o.MaxOpen, 1))*widest + 4*batch + rowGroup + 8<<20
 }
