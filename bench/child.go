@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,11 @@ type jobResult struct {
 	OutputFiles  []string           `json:"output_files,omitempty"`  // output chunks in order (absolute paths)
 	OutputPrefix string             `json:"output_prefix,omitempty"` // storeopt: the fresh prefix
 	Phases       map[string]float64 `json:"phases,omitempty"`        // seconds per phase, measured inside the child
+	// PeakRSSBytes is the child's own peak resident set (VmHWM of /proc/self/status at the end of
+	// the job): unlike the rusage of the child seen by the parent, it does not include the
+	// parent's resident set at the time of the fork (Linux carries the high-water mark of the
+	// memory the child shared with its parent until exec into the child's rusage).
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 
 // runChild runs one job in this process and writes its result file.
@@ -70,6 +76,7 @@ func runChild(job, specPath, resultPath string) error {
 	default:
 		err = fmt.Errorf("unknown job")
 	}
+	res.PeakRSSBytes = peakRSS()
 	// Written even on failure: the parent deletes a failed storeopt run's prefix with it.
 	b, merr := json.Marshal(res)
 	if merr == nil {
@@ -79,6 +86,22 @@ func runChild(job, specPath, resultPath string) error {
 		return err
 	}
 	return merr
+}
+
+// peakRSS returns this process's peak resident set size in bytes (VmHWM), or 0 when unknown.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }
 
 // memSummary describes the process's memory for profiling (STOREOPT_BENCH_MEMSTATS=1): peak and

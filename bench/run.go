@@ -270,13 +270,16 @@ func runChildProcess(ctx context.Context, runDir, job string, spec jobSpec, env 
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
 		m.CPUSeconds = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
-		m.PeakRSSBytes = ru.Maxrss * 1024 // KiB on Linux
+		m.PeakRSSBytes = ru.Maxrss * 1024 // KiB on Linux; replaced by the child's own figure below
 	}
 	// The result file may exist even when the child failed late; read it for the output prefix.
 	if b, err := os.ReadFile(resultPath); err == nil {
 		if err := json.Unmarshal(b, &res); err != nil {
 			return res, m, fmt.Errorf("job result %s: %w", resultPath, err)
 		}
+	}
+	if res.PeakRSSBytes > 0 {
+		m.PeakRSSBytes = res.PeakRSSBytes
 	}
 	if runErr != nil {
 		return res, m, fmt.Errorf("child process: %w", runErr)
