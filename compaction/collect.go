@@ -10,20 +10,23 @@ import (
 // zero-copy slice; shorter runs (where inputs interleave) are gathered and concatenated into one
 // batch once they add up to minRun rows or a long run follows. The batches depend only on the
 // sequence of runs, which depends only on the inputs and the plan, so the output bytes are the
-// same on every retry.
+// same on every retry. When every column is gatherable, short runs are not sliced at all: the
+// collector holds a reference to their batches and copies the rows out at once (gatherSpans).
 type collector struct {
 	schema *arrow.Schema
 	minRun int64
 	mem    memory.Allocator
 	out    func(arrow.RecordBatch) error
-	parts  []arrow.RecordBatch
+	parts  []arrow.RecordBatch // short runs as slices (schemas that are not gatherable)
+	spans  []span              // short runs as row ranges (gatherable schemas)
+	gather bool
 	rows   int64
 }
 
 // newCollector passes on runs of at least min(batchRows, 1024, 1 MiB of rows) rows as they are.
 func newCollector(schema *arrow.Schema, batchRows, bytesPerRow int64, mem memory.Allocator, out func(arrow.RecordBatch) error) *collector {
 	minRun := min(batchRows, 1024, (1<<20)/max(bytesPerRow, 1))
-	return &collector{schema: schema, minRun: max(minRun, 1), mem: mem, out: out}
+	return &collector{schema: schema, minRun: max(minRun, 1), mem: mem, out: out, gather: gatherable(schema)}
 }
 
 // add takes rows [from, to) of rec (merge.EmitFunc).
@@ -34,7 +37,16 @@ func (c *collector) add(rec arrow.RecordBatch, from, to int64) error {
 		}
 		return c.out(rec.NewSlice(from, to))
 	}
-	c.parts = append(c.parts, rec.NewSlice(from, to))
+	if c.gather {
+		if n := len(c.spans); n > 0 && c.spans[n-1].rec == rec && c.spans[n-1].to == from {
+			c.spans[n-1].to = to // continues the previous run
+		} else {
+			rec.Retain()
+			c.spans = append(c.spans, span{rec: rec, from: from, to: to})
+		}
+	} else {
+		c.parts = append(c.parts, rec.NewSlice(from, to))
+	}
 	c.rows += to - from
 	if c.rows >= c.minRun {
 		return c.flush()
@@ -44,6 +56,20 @@ func (c *collector) add(rec arrow.RecordBatch, from, to int64) error {
 
 // flush hands on the gathered short runs as one batch.
 func (c *collector) flush() error {
+	if len(c.spans) > 0 {
+		var rec arrow.RecordBatch
+		if len(c.spans) == 1 {
+			rec = c.spans[0].rec.NewSlice(c.spans[0].from, c.spans[0].to)
+		} else {
+			var err error
+			if rec, err = gatherSpans(c.schema, c.spans, c.mem); err != nil {
+				c.release()
+				return err
+			}
+		}
+		c.release()
+		return c.out(rec)
+	}
 	if len(c.parts) == 0 {
 		return nil
 	}
@@ -66,5 +92,9 @@ func (c *collector) release() {
 	for _, p := range c.parts {
 		p.Release()
 	}
-	c.parts, c.rows = c.parts[:0], 0
+	for i := range c.spans {
+		c.spans[i].rec.Release()
+		c.spans[i] = span{}
+	}
+	c.parts, c.spans, c.rows = c.parts[:0], c.spans[:0], 0
 }
