@@ -94,7 +94,12 @@ func peakRSS() int64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return parseVmHWM(string(b))
+}
+
+// parseVmHWM returns the VmHWM line of a /proc/<pid>/status text in bytes (0 when absent).
+func parseVmHWM(status string) int64 {
+	for _, line := range strings.Split(status, "\n") {
 		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
 			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
 				return kb * 1024

@@ -48,6 +48,7 @@ type config struct {
 	cpuProfile       string
 	memProfile       string
 	keepDatabases    bool
+	temporalAddress  string
 }
 
 func main() {
@@ -63,7 +64,7 @@ func main() {
 	flag.StringVar(&cfg.dataDir, "data", filepath.Join(os.TempDir(), "storeopt-bench"), "directory of generated datasets (reused across invocations)")
 	flag.BoolVar(&cfg.regen, "regen", false, "regenerate the datasets even when -data holds them")
 	flag.IntVar(&cfg.runs, "runs", 3, "repetitions of every job; medians are reported")
-	flag.StringVar(&jobs, "jobs", strings.Join(allJobs, ","), "comma-separated jobs to run: read, storeopt, duckdb")
+	flag.StringVar(&jobs, "jobs", strings.Join(allJobs, ","), "comma-separated jobs to run: read, storeopt, duckdb, and worker (the worker binary through Temporal; not a default)")
 	flag.Int64Var(&cfg.memoryPool, "memory-pool", 0, "storeopt memory pool, bytes (Activities.MemoryPoolBytes and STOREOPT_MEMORY_POOL_SIZE); 0 = unlimited")
 	flag.Int64Var(&cfg.maxChunkSize, "max-chunk-size", 256_000_000, "storeopt's soft limit of one output chunk, bytes")
 	flag.IntVar(&cfg.topicParallelism, "topic-parallelism", 2, "WriteChunks groups run at once by the storeopt job")
@@ -71,6 +72,7 @@ func main() {
 	flag.BoolVar(&cfg.jsonOut, "json", false, "print one JSON object per job and dataset, and one per dataset with the ratios, instead of the table")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of every storeopt job run to this file (.<shape>.<run> is inserted before the extension when there are several)")
 	flag.StringVar(&cfg.memProfile, "memprofile", "", "write a heap profile (in-use and allocations) at the end of every storeopt job run, named like -cpuprofile")
+	flag.StringVar(&cfg.temporalAddress, "temporal-address", "127.0.0.1:7233", "Temporal frontend of the worker job (scripts/dev-server.sh starts one)")
 	flag.BoolVar(&cfg.keepDatabases, "keep-databases", false, "do not drop the bench databases at the end (debugging)")
 	flag.StringVar(&job, "job", "", "internal: run one job in this process")
 	flag.StringVar(&jobSpec, "job-spec", "", "internal: job spec file")
@@ -109,8 +111,8 @@ func (c *config) finish(shape, jobs string) error {
 	}
 	for _, j := range strings.Split(jobs, ",") {
 		j = strings.TrimSpace(j)
-		if !contains(allJobs, j) {
-			return fmt.Errorf("-jobs: unknown job %q (read, storeopt, duckdb)", j)
+		if !contains(allJobs, j) && j != jobWorker {
+			return fmt.Errorf("-jobs: unknown job %q (read, storeopt, duckdb, worker)", j)
 		}
 		if !contains(c.jobs, j) {
 			c.jobs = append(c.jobs, j)

@@ -167,8 +167,8 @@ func runOnce(ctx context.Context, cfg config, srv *server, d *dataset, job strin
 	case jobDuckDB:
 		spec.InputGlob = filepath.Join(d.StoreDir, d.Prefix, "data", "*.parquet")
 		spec.OutputDir = runDir
-	case jobStoreopt:
-		db := d.Template + "_run" + strconv.Itoa(r+1)
+	case jobStoreopt, jobWorker:
+		db := d.Template + "_" + job + strconv.Itoa(r+1)
 		if spec.DatabaseURL, err = srv.create(ctx, db, d.Template); err != nil {
 			return m, err
 		}
@@ -185,7 +185,12 @@ func runOnce(ctx context.Context, cfg config, srv *server, d *dataset, job strin
 		spec.MemProfile = cfg.profilePath(cfg.memProfile, d.Params.Shape, r)
 		env = append(env, app.EnvMemoryPoolSize+"="+strconv.FormatInt(cfg.memoryPool, 10))
 	}
-	res, m, err := runChildProcess(ctx, runDir, job, spec, env)
+	var res jobResult
+	if job == jobWorker {
+		res, m, err = runWorkerJob(ctx, cfg, d, spec.DatabaseURL)
+	} else {
+		res, m, err = runChildProcess(ctx, runDir, job, spec, env)
+	}
 	if res.OutputPrefix != "" {
 		// storeopt never modifies old objects: only the run's new prefix has to go.
 		defer os.RemoveAll(filepath.Join(d.StoreDir, res.OutputPrefix))
