@@ -92,29 +92,44 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	}
 	step := max(int64(1), (catalogRows+maxPlanSamples-1)/maxPlanSamples)
 
+	// Chunk 0 is scanned first: every other chunk's schema is compared with it as soon as it is
+	// read, and only chunk 0 keeps its schema (thousands of deserialized schemas and raw
+	// ARROW:schema strings were most of ReadSort's memory for large topics).
 	scans := make([]compaction.Scan, len(chunks))
 	var done atomic.Int64
+	scan := func(ctx context.Context, i int) error {
+		c := chunks[i]
+		r, err := a.reserve(ctx, compaction.ScanMemory(c.SizeBytes, c.RowCount))
+		if err != nil {
+			return err
+		}
+		defer r.Release()
+		s, err := compaction.ScanChunk(ctx, a.Bucket, c.ObjectKey, i, step, a.mem())
+		if err != nil {
+			return err
+		}
+		if s.Rows != c.RowCount {
+			return &compaction.ChunkError{Key: c.ObjectKey,
+				Err: fmt.Errorf("file has %d rows, catalog says %d", s.Rows, c.RowCount)}
+		}
+		if i > 0 {
+			if s.SchemaID != scans[0].SchemaID {
+				return &compaction.ChunkError{Key: c.ObjectKey, Err: fmt.Errorf(
+					"schema differs from chunk %s: %s", chunks[0].ObjectKey, parquetio.FirstDifference(scans[0].Schema, s.Schema))}
+			}
+			s.Schema, s.SchemaID = nil, ""
+		}
+		scans[i] = s
+		heartbeat(ctx, done.Add(1))
+		return nil
+	}
+	if err := scan(ctx, 0); err != nil {
+		return nil, nil, err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanParallelism)
-	for i, c := range chunks {
-		g.Go(func() error {
-			r, err := a.reserve(gctx, compaction.ScanMemory(c.SizeBytes, c.RowCount))
-			if err != nil {
-				return err
-			}
-			defer r.Release()
-			s, err := compaction.ScanChunk(gctx, a.Bucket, c.ObjectKey, i, step, a.mem())
-			if err != nil {
-				return err
-			}
-			if s.Rows != c.RowCount {
-				return &compaction.ChunkError{Key: c.ObjectKey,
-					Err: fmt.Errorf("file has %d rows, catalog says %d", s.Rows, c.RowCount)}
-			}
-			scans[i] = s
-			heartbeat(ctx, done.Add(1))
-			return nil
-		})
+	for i := 1; i < len(chunks); i++ {
+		g.Go(func() error { return scan(gctx, i) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
@@ -126,10 +141,6 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	var totals plan.Totals
 	for i, c := range chunks {
 		s := scans[i]
-		if s.SchemaID != scans[0].SchemaID {
-			return nil, nil, &compaction.ChunkError{Key: c.ObjectKey, Err: fmt.Errorf(
-				"schema differs from chunk %s: %s", chunks[0].ObjectKey, parquetio.FirstDifference(scans[0].Schema, s.Schema))}
-		}
 		inputs[i] = plan.Input{ChunkID: c.ID, ObjectKey: c.ObjectKey, Rows: s.Rows, SizeBytes: c.SizeBytes, FooterBytes: s.FooterBytes,
 			ArrowBytes: c.ArrowSizeBytes, Sorted: s.Sorted, First: s.First, Last: s.Last}
 		samples[i] = s.Samples
