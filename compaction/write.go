@@ -122,8 +122,8 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 		return col.flush()
 	})
 	if err := g.Wait(); err != nil {
-		pw.Discard()
 		abort()
+		pw.Discard()
 		_ = bw.Close()
 		return res, err
 	}

@@ -564,3 +564,30 @@ func TestBufferedAndWholeColumnChunkReadsAgree(t *testing.T) {
 		t.Fatalf("buffered read: %d rows, digest %v; whole read: %d rows, digest %v", c1.NumRows, d1, c2.NumRows, d2)
 	}
 }
+
+func TestWriterHoldsOneRowGroupAndDiscardReleasesIt(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := topicSchema()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, schema, WriterOptions{RowGroupRows: 1000, Mem: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := rows(t, schema, 0, 2500) // two full row groups are written, 500 rows are held
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if w.inGroup != 500 || len(w.pending) != 1 {
+		t.Fatalf("holding %d rows in %d batches, want the 500 rows of the third row group", w.inGroup, len(w.pending))
+	}
+	written := buf.Len()
+	if written == 0 {
+		t.Fatal("nothing was written for two complete row groups")
+	}
+	w.Discard()
+	if w.inGroup != 0 || len(w.pending) != 0 {
+		t.Fatalf("after Discard: %d rows in %d batches held", w.inGroup, len(w.pending))
+	}
+}

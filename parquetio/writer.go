@@ -143,9 +143,14 @@ func (w *Writer) flushRowGroup() error {
 	return nil
 }
 
-// Discard releases the rows held for the current row group without writing them; for error
-// paths that abandon the chunk instead of closing it. The Writer must not be used afterwards.
-func (w *Writer) Discard() { w.releasePending() }
+// Discard releases the rows held for the current row group without writing them and closes the
+// Parquet writer (releasing its buffers), ignoring errors: for error paths that abandon the chunk
+// (abort the upload first: the footer written by the close goes nowhere). The Writer must not
+// be used afterwards.
+func (w *Writer) Discard() {
+	w.releasePending()
+	_ = w.fw.Close()
+}
 
 func (w *Writer) releasePending() {
 	for _, rec := range w.pending {
