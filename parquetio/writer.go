@@ -14,13 +14,21 @@ import (
 // WriterOptions configure a Writer. Zero values take the defaults.
 type WriterOptions struct {
 	// RowGroupRows is the number of rows per row group (the last one may be shorter); 0 = 1 Mi.
-	// Row groups are cut by rows only, so the same rows always give the same file.
+	// Row groups are cut by rows only; the same rows in the same batches always give the same
+	// file (page boundaries also depend on where batches start).
 	RowGroupRows int64
 	// Compression of every column; default zstd.
 	Compression compress.Compression
 	// Mem allocates the writer's buffers; nil = Go allocator.
 	Mem memory.Allocator
 }
+
+// DataPageBytes is the target size of a data page before compression. Every column writer, and
+// every reader of a column, holds buffers of about a page (encoded values, compressed page); at
+// arrow-go's default of 1 MiB those were a sixth of the live heap of a camera-topic rewrite. At
+// 256 KiB the bench measured 15–20 MiB less peak RSS, no slower, and outputs 0.05 % larger
+// (zstd compresses 128 KiB blocks either way).
+const DataPageBytes = 256 << 10
 
 // Writer writes one Parquet chunk: the given schema stored verbatim (pqarrow.WithStoreSchema),
 // timestamp_ns declared as the sorting column (ascending, nulls last), dictionary encoding only
@@ -55,6 +63,7 @@ func NewWriter(w io.Writer, schema *arrow.Schema, opts WriterOptions) (*Writer, 
 		parquet.WithCompression(opts.Compression),
 		parquet.WithDictionaryDefault(false),
 		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
+		parquet.WithDataPageSize(DataPageBytes),
 		parquet.WithCreatedBy("storeopt"),
 	}
 	for _, f := range schema.Fields() {

@@ -143,9 +143,14 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 	p.BatchRows, p.RowGroupRows = batchSizes(inputs)
 	p.ArrowBytesPerRow = arrowBytesPerRow(inputs)
 	if opts.MemoryBudgetBytes > 0 {
-		// batch: 1/128 of the pool (several are held at once); row group: 1/32.
+		// batch: 1/128 of the pool (several are held at once); row group: 1/32, or 1/64 for wide
+		// rows (a quarter of the narrow rows' row group without a pool, see batchSizes).
+		rgShare := int64(32)
+		if p.ArrowBytesPerRow > wideRowBytes {
+			rgShare = 64
+		}
 		p.BatchRows = max(min(p.BatchRows, opts.MemoryBudgetBytes/128/p.ArrowBytesPerRow), 1)
-		p.RowGroupRows = max(min(p.RowGroupRows, opts.MemoryBudgetBytes/32/p.ArrowBytesPerRow), 1)
+		p.RowGroupRows = max(min(p.RowGroupRows, opts.MemoryBudgetBytes/rgShare/p.ArrowBytesPerRow), 1)
 	}
 	// Room for the output's own footer: about the largest input footer (same schema).
 	budget := max(opts.MaxChunkSizeBytes-footer, 1)
@@ -194,10 +199,14 @@ func overlaps(in Input, lo, hi *Key) bool {
 // binary columns decode a whole column chunk at once) from the inputs'
 // Arrow bytes per row. Both are deterministic functions of the inputs, so a retried write gives
 // the same bytes.
+// wideRowBytes is the Arrow bytes per row above which rows count as wide (camera frames): their
+// row groups are a quarter of the narrow rows' in bytes, still hundreds of rows.
+const wideRowBytes = 4096
+
 func batchSizes(inputs []Input) (batchRows, rowGroupRows int64) {
 	bpr := arrowBytesPerRow(inputs)
 	rgBytes := int64(64 << 20)
-	if bpr > 4096 {
+	if bpr > wideRowBytes {
 		rgBytes = 16 << 20
 	}
 	batchRows = min(max((8<<20)/bpr, 16), 64<<10)
