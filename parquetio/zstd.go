@@ -9,9 +9,9 @@ import (
 )
 
 // zstdWindowBytes is the match window of the zstd encoders that compress Parquet pages. Every
-// page is compressed on its own and data pages are about 1 MiB (arrow-go's default page size),
-// so a larger window finds no more matches; it only costs memory: arrow-go's own codec keeps
-// zstd's default 8 MiB window, whose history buffer is 16 MiB per encoder, one encoder per
+// page is compressed on its own and data pages are DataPageBytes (256 KiB) plus at most one
+// value, so a larger window rarely finds more matches; it only costs memory: arrow-go's own codec
+// keeps zstd's default 8 MiB window, whose history buffer is 16 MiB per encoder, one encoder per
 // column being written at once.
 const zstdWindowBytes = 1 << 20
 
