@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/workflows"
 )
 
@@ -27,6 +28,7 @@ const (
 	EnvMemoryPoolSize          = "STOREOPT_MEMORY_POOL_SIZE"
 	EnvMaxConcurrentActivities = "STOREOPT_MAX_CONCURRENT_ACTIVITIES"
 	EnvLogLevel                = "STOREOPT_LOG_LEVEL"
+	EnvQuarantineAfter         = "STOREOPT_QUARANTINE_AFTER"
 )
 
 // Defaults used when neither a flag nor its environment variable is set.
@@ -63,6 +65,10 @@ type Config struct {
 	MaxConcurrentActivities int
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+	// QuarantineAfter is how many consecutive failures of a topic with the same input or
+	// verification error quarantine it (worker only, BindWorkerFlags); 0 =
+	// catalog.DefaultQuarantineAfter (3).
+	QuarantineAfter int
 }
 
 // DefaultStoreURL returns file://<absolute path of ./demo-data/store>.
@@ -97,10 +103,16 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 		"log level: debug, info, warn, error (env "+EnvLogLevel+")")
 }
 
+// BindWorkerFlags registers the flags only the worker has (after BindFlags).
+func (c *Config) BindWorkerFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&c.QuarantineAfter, "quarantine-after", int(envInt64(EnvQuarantineAfter, catalog.DefaultQuarantineAfter)),
+		"consecutive identical input or verification failures that quarantine a topic (env "+EnvQuarantineAfter+")")
+}
+
 // Validate reports the first invalid setting, including malformed numeric environment variables
 // that BindFlags had to ignore.
 func (c *Config) Validate() error {
-	for _, name := range []string{EnvMemoryPoolSize, EnvMaxConcurrentActivities} {
+	for _, name := range []string{EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvQuarantineAfter} {
 		if v := os.Getenv(name); v != "" {
 			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
 				return fmt.Errorf("%s=%q: not an integer", name, v)
@@ -122,6 +134,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("memory pool size %d bytes is negative (0 = unlimited)", c.MemoryPoolBytes)
 	case c.MaxConcurrentActivities < 0:
 		return fmt.Errorf("max concurrent activities %d is negative", c.MaxConcurrentActivities)
+	case c.QuarantineAfter < 0:
+		return fmt.Errorf("quarantine after %d failures: must be at least 1 (0 = %d)", c.QuarantineAfter, catalog.DefaultQuarantineAfter)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err

@@ -22,7 +22,7 @@ func parse(t *testing.T, args ...string) Config {
 
 func clearEnv(t *testing.T) {
 	for _, name := range []string{EnvTemporalAddress, EnvTemporalNamespace, EnvTaskQueue, EnvDatabaseURL,
-		EnvStoreURL, EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvLogLevel} {
+		EnvStoreURL, EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvLogLevel, EnvQuarantineAfter} {
 		t.Setenv(name, "")
 	}
 }
@@ -89,5 +89,41 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: Validate accepted %+v", name, c)
 		}
+	}
+}
+
+func TestQuarantineAfterIsAWorkerSetting(t *testing.T) {
+	clearEnv(t)
+	worker := func(args ...string) Config {
+		var cfg Config
+		fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+		cfg.BindFlags(fs)
+		cfg.BindWorkerFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if got := worker().QuarantineAfter; got != 3 {
+		t.Errorf("default %d, want 3", got)
+	}
+	if got := worker("--quarantine-after", "5").QuarantineAfter; got != 5 {
+		t.Errorf("flag: %d, want 5", got)
+	}
+	t.Setenv(EnvQuarantineAfter, "7")
+	if got := worker().QuarantineAfter; got != 7 {
+		t.Errorf("environment: %d, want 7", got)
+	}
+	if got := parse(t).QuarantineAfter; got != 0 {
+		t.Errorf("the starter has no such setting, got %d", got)
+	}
+	cfg := worker("--quarantine-after", "-1")
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "quarantine") {
+		t.Errorf("negative threshold: %v", err)
+	}
+	t.Setenv(EnvQuarantineAfter, "three")
+	cfg = worker()
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), EnvQuarantineAfter) {
+		t.Errorf("malformed environment: %v", err)
 	}
 }

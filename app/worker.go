@@ -80,12 +80,14 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 		Catalog:         cat,
 		Bucket:          bucket,
 		MemoryPoolBytes: cfg.MemoryPoolBytes,
+		QuarantineAfter: cfg.QuarantineAfter,
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
 	}
 	logger.Info("worker started", "database", RedactURL(cfg.DatabaseURL), "store", RedactURL(cfg.StoreURL),
-		"memory_pool_bytes", cfg.MemoryPoolBytes, "max_concurrent_activities", cfg.MaxConcurrentActivities)
+		"memory_pool_bytes", cfg.MemoryPoolBytes, "max_concurrent_activities", cfg.MaxConcurrentActivities,
+		"quarantine_after", cfg.QuarantineAfter)
 
 	var runErr error
 	select {

@@ -57,5 +57,6 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	cfg.BindFlags(cmd.Flags())
+	cfg.BindWorkerFlags(cmd.Flags())
 	return cmd
 }
