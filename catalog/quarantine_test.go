@@ -92,6 +92,20 @@ func TestQuarantineAfterConsecutiveFailures(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, cleared)
 
+	// A topic quarantined while queued keeps its queue row but is not listed until cleared.
+	require.NoError(t, f.c.Enqueue(ctx, victim))
+	require.ElementsMatch(t, []int64{other.topicID, victim}, enqueued(t, f.c))
+	for _, run := range []string{"run-7", "run-8", "run-9"} {
+		recordFailure(t, f.c, victim, run, msgBad)
+	}
+	require.Equal(t, []int64{other.topicID}, enqueued(t, f.c), "a quarantined topic is not listed")
+	queued, err := f.c.IsQueued(ctx, victim)
+	require.NoError(t, err)
+	require.True(t, queued, "its queue row stays")
+	_, err = f.c.ClearQuarantine(ctx, victim)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []int64{other.topicID, victim}, enqueued(t, f.c), "listed again once cleared")
+
 	_, err = f.c.RecordFailure(ctx, 999999, "run-x", inputErr, msgBad, 0)
 	require.ErrorIs(t, err, catalog.ErrNotFound)
 	_, err = f.c.RecordFailure(ctx, victim, "run-x", "", msgBad, 0)

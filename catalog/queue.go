@@ -58,14 +58,18 @@ func (c *Catalog) finalizedTopic(ctx context.Context, q querier, topicID int64) 
 }
 
 // ListQueued returns up to limit queued topics with topic id > afterTopicID, ordered by topic
-// id, for paging (pass the last id of a page to get the next). limit must be positive.
+// id, for paging (pass the last id of a page to get the next). limit must be positive. A topic
+// quarantined while it was queued (its third failure came from the run that queued it) is left
+// out: it keeps its queue row, and is listed again once its quarantine is cleared.
 func (c *Catalog) ListQueued(ctx context.Context, afterTopicID int64, limit int) ([]QueuedTopic, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("catalog: list queued topics: limit %d must be positive: %w", limit, ErrInvalid)
 	}
 	rows, _ := c.Pool.Query(ctx, `
 		SELECT q.topic_id, t.locator FROM optimization_queue q JOIN topics t ON t.id = q.topic_id
-		WHERE q.topic_id > $1 ORDER BY q.topic_id LIMIT $2`, afterTopicID, limit)
+		WHERE q.topic_id > $1
+			AND NOT EXISTS (SELECT 1 FROM topic_failures f WHERE f.topic_id = q.topic_id AND f.quarantined_at IS NOT NULL)
+		ORDER BY q.topic_id LIMIT $2`, afterTopicID, limit)
 	queued, err := pgx.CollectRows(rows, pgx.RowToStructByPos[QueuedTopic])
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list queued topics after %d: %w", afterTopicID, err)
