@@ -133,6 +133,15 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 		if !queued && t.OptimizedAt != nil {
 			return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix}, nil
 		}
+		rec, err := a.Catalog.FailureOf(ctx, in.TopicID)
+		switch {
+		case err == nil && rec.QuarantinedAt != nil:
+			return LeaseResult{Locator: t.Locator, OldPrefix: t.DataPrefix, Quarantined: &QuarantinedTopic{
+				TopicID: rec.TopicID, Locator: rec.Locator, Reason: rec.Reason(), Failures: rec.Failures,
+				Since: *rec.QuarantinedAt}}, nil
+		case err != nil && !errors.Is(err, catalog.ErrNotFound):
+			return LeaseResult{}, err
+		}
 	}
 	// An earlier run's lease is taken over below. Its partial output is deleted first: after the
 	// takeover the catalog no longer names that prefix, so if the deletion failed (or the worker

@@ -163,3 +163,34 @@ func TestWrongStoreIsNotAnInputFault(t *testing.T) {
 		t.Fatalf("got %v, want a retryable error about the store URL", err)
 	}
 }
+
+// TestLeaseSkipsTopicQuarantinedSinceListed: a run's Lease (SkipIfOptimized) on a topic that
+// another run's failures quarantined takes no lease and reports the quarantine; a direct lease
+// (an operator's one-topic run) still takes it.
+func TestLeaseSkipsTopicQuarantinedSinceListed(t *testing.T) {
+	a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 2, RowsPerChunk: 10}})
+	ctx := context.Background()
+	id := ts[0].TopicID
+	if err := a.Catalog.Enqueue(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"r1", "r2", "r3"} {
+		if _, err := a.Catalog.RecordFailure(ctx, id, run, activities.ErrTypeInput, "chunk x: not a Parquet file", 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCtx := activities.WithRun(ctx, "storeopt-topic:acts/imu", "run-4")
+	l, err := a.Lease(runCtx, activities.LeaseInput{TopicID: id, SkipIfOptimized: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Quarantined == nil || l.Quarantined.Failures != 3 || !strings.Contains(l.Quarantined.Reason, "not a Parquet file") || l.FreshPrefix != "" {
+		t.Fatalf("lease of a quarantined topic: %+v, want Quarantined with the reason and no lease", l)
+	}
+	if _, err := a.Catalog.LeaseOf(ctx, id); err == nil {
+		t.Fatal("a lease was taken on a quarantined topic")
+	}
+	if l, err = a.Lease(runCtx, activities.LeaseInput{TopicID: id}); err != nil || l.Quarantined != nil || l.FreshPrefix == "" {
+		t.Fatalf("direct lease: %+v, %v; want a lease", l, err)
+	}
+}

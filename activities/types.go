@@ -61,7 +61,9 @@ type ListQueuedTopicsResult struct {
 type LeaseInput struct {
 	TopicID int64
 	// SkipIfOptimized: when the topic is no longer queued and was optimized before (another run
-	// finished it after this run listed it), take no lease and return AlreadyOptimized.
+	// finished it after this run listed it), take no lease and return AlreadyOptimized; when it
+	// is quarantined (another run's failure quarantined it after this run listed it), take no
+	// lease and return Quarantined.
 	SkipIfOptimized bool
 }
 
@@ -69,6 +71,9 @@ type LeaseInput struct {
 type LeaseResult struct {
 	// AlreadyOptimized: nothing to do (see LeaseInput.SkipIfOptimized); no lease was taken.
 	AlreadyOptimized bool
+	// Quarantined is set, and no lease taken, when the topic is quarantined (see
+	// LeaseInput.SkipIfOptimized).
+	Quarantined *QuarantinedTopic
 	Locator          string
 	OldPrefix        string
 	FreshPrefix      string

@@ -57,6 +57,9 @@ type OptimizeTopicResult struct {
 	// Skipped is true when there was nothing to do: the topic was optimized by another run after
 	// this run listed it.
 	Skipped bool
+	// Quarantined is set (and nothing done) when another run's failure quarantined the topic
+	// after this run listed it.
+	Quarantined *activities.QuarantinedTopic
 }
 
 // OptimizeTopicWorkflow rewrites one topic into a fresh prefix and switches the catalog to it:
@@ -127,6 +130,10 @@ func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult,
 	if lease.AlreadyOptimized {
 		o.logger.Info("Topic skipped: already optimized by another run")
 		return OptimizeTopicResult{Locator: o.in.Locator, Skipped: true}, nil
+	}
+	if q := lease.Quarantined; q != nil {
+		o.logger.Warn("Topic skipped: quarantined since this run listed it", "Reason", q.Reason, "Failures", q.Failures)
+		return OptimizeTopicResult{Locator: o.in.Locator, Quarantined: q}, nil
 	}
 	plan, err := o.readSort(ctx)
 	if err != nil {

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,4 +32,46 @@ func TestStoreOptimizerReportsQuarantined(t *testing.T) {
 	require.Equal(t, 3, res.Optimized)
 	require.Equal(t, 1, res.Quarantined)
 	require.Equal(t, quarantined, res.QuarantinedTopics)
+}
+
+// TestStoreOptimizerSkipsTopicQuarantinedSinceListed: when Lease finds the topic quarantined (by
+// another run, after this run listed it), the child does nothing else and the run reports it.
+func TestStoreOptimizerSkipsTopicQuarantinedSinceListed(t *testing.T) {
+	env := newTestEnv(t)
+	newQueue("seq/a", "seq/b", "seq/c").install(env)
+	bad := activities.QuarantinedTopic{TopicID: 20, Locator: "seq/b", Failures: 3,
+		Reason: "StoreoptInputError: chunk tp_b/data/00001.parquet: not a Parquet file",
+		Since:  time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	env.OnActivity(a.Lease, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.LeaseInput) (activities.LeaseResult, error) {
+			if !in.SkipIfOptimized {
+				t.Errorf("a run's child leased topic %d without SkipIfOptimized", in.TopicID)
+			}
+			if in.TopicID == 20 {
+				return activities.LeaseResult{Quarantined: &bad}, nil
+			}
+			return activities.LeaseResult{}, nil
+		})
+	var readSorted []int64
+	var mu sync.Mutex
+	env.OnActivity(a.ReadSort, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReadSortInput) (activities.ReadSortResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			readSorted = append(readSorted, in.TopicID)
+			return activities.ReadSortResult{Groups: 1}, nil
+		})
+	env.OnActivity(a.WriteChunks, mock.Anything, mock.Anything).Return(activities.WriteChunksResult{}, nil)
+	env.OnActivity(a.Commit, mock.Anything, mock.Anything).Return(activities.CommitResult{Rows: 1}, nil)
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res StoreOptimizerResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 2, res.Optimized)
+	require.Equal(t, 0, res.Failed)
+	require.Equal(t, 1, res.Quarantined)
+	require.Equal(t, []activities.QuarantinedTopic{bad}, res.QuarantinedTopics)
+	require.ElementsMatch(t, []int64{10, 30}, readSorted, "the quarantined topic was not read")
 }

@@ -62,7 +62,8 @@ type TopicFailure struct {
 // StoreOptimizerResult is the outcome of a run. Skipped topics were being optimized by another
 // run. Failures lists the first MaxRecordedFailures failed topics; Failed counts all of them. The
 // totals sum the OptimizeTopicResults of the optimized topics; bytes are Parquet object sizes.
-// Quarantined counts the topics the run left out because they are quarantined (as of its start);
+// Quarantined counts the topics the run left out because they are quarantined (as of its start,
+// plus those another run quarantined after this run listed them);
 // QuarantinedTopics lists the first activities.MaxReportedQuarantined with their reasons.
 type StoreOptimizerResult struct {
 	Optimized         int
@@ -246,6 +247,12 @@ func topicContext(ctx workflow.Context, locator string) workflow.Context {
 func (r *storeRun) record(ctx workflow.Context, locator string, res OptimizeTopicResult, err error) {
 	total := &r.state.Result
 	switch {
+	case err == nil && res.Quarantined != nil:
+		total.Quarantined++
+		if len(total.QuarantinedTopics) < activities.MaxReportedQuarantined {
+			total.QuarantinedTopics = append(total.QuarantinedTopics, *res.Quarantined)
+		}
+		r.logger.Warn("Topic skipped: quarantined by another run since this run listed it", "TopicLocator", locator)
 	case err == nil && res.Skipped:
 		total.Skipped++
 		r.logger.Info("Topic skipped: optimized by another run", "TopicLocator", locator)
