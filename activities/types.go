@@ -74,9 +74,9 @@ type LeaseResult struct {
 	// Quarantined is set, and no lease taken, when the topic is quarantined (see
 	// LeaseInput.SkipIfOptimized).
 	Quarantined *QuarantinedTopic
-	Locator          string
-	OldPrefix        string
-	FreshPrefix      string
+	Locator     string
+	OldPrefix   string
+	FreshPrefix string
 }
 
 // ReadSortInput is the input of ReadSort.
