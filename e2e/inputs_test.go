@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"os"
@@ -25,11 +26,12 @@ import (
 // are arbitrary bytes with arbitrary catalog rows, and the checks that a failed topic was left
 // exactly as it was.
 
-// sharedDataDir returns ../../shared/data/<sub> (the project's shared test files, read in place),
-// skipping the test when it is missing and $CI is unset.
+// sharedDataDir returns ../../shared/data/<sub>, or $STOREOPT_SHARED_DATA/<sub> when set (the
+// project's shared test files, read in place), skipping the test when it is missing and $CI is
+// unset.
 func sharedDataDir(t *testing.T, sub string) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "data", sub)
+	dir := filepath.Join(cmp.Or(os.Getenv("STOREOPT_SHARED_DATA"), filepath.Join("..", "..", "shared", "data")), sub)
 	if _, err := os.Stat(dir); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("shared test data: %v", err)

@@ -2,6 +2,7 @@ package parquetio
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,9 @@ import (
 )
 
 // sharedData is the project's shared test data, beside the repository (../shared/data from its root).
-var sharedData = filepath.Join("..", "..", "shared", "data")
+// sharedData is the project's shared test data: ../shared/data next to the repository, or
+// STOREOPT_SHARED_DATA.
+var sharedData = cmp.Or(os.Getenv("STOREOPT_SHARED_DATA"), filepath.Join("..", "..", "shared", "data"))
 
 func md(kv ...string) arrow.Metadata {
 	var keys, vals []string
