@@ -26,6 +26,9 @@ type workflowJob[R any] struct {
 	failed     func(res R) error // the error (exit status 1) a result stands for, or nil
 }
 
+// workerCheckInterval is how often a waiting starter checks that some worker polls its task queue.
+const workerCheckInterval = 10 * time.Second
+
 // execute dials Temporal and runs the job: a schedule when intervalSeconds > 0 or cron is set,
 // else one execution.
 func (j workflowJob[R]) execute(ctx context.Context, e *env, out io.Writer, intervalSeconds int64, cron string) error {
@@ -56,7 +59,13 @@ func (j workflowJob[R]) execute(ctx context.Context, e *env, out io.Writer, inte
 		return err
 	}
 	e.logger.Info(j.what+" started", "workflow_id", run.GetID(), "run_id", run.GetRunID())
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	go app.WatchWorkers(watchCtx, c, e.cfg.TaskQueue, workerCheckInterval, func() {
+		e.logger.Warn("no worker polls the task queue: the "+j.what+" waits until one does; start bin/worker with the same --task-queue, --database-url and --store-url",
+			"task_queue", e.cfg.TaskQueue)
+	})
 	res, err := j.wait(ctx, run)
+	stopWatching()
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return fmt.Errorf("stopped waiting; %s %s goes on (see the Web UI or `temporal workflow describe -w %s`)",
