@@ -39,6 +39,10 @@ const (
 	// DefaultStoreDir is the directory (relative to the working directory) of the default
 	// file:// store.
 	DefaultStoreDir = "demo-data/store"
+	// MinMemoryPoolBytes is the smallest memory pool a worker accepts (other than 0 = unlimited):
+	// batches and row groups are sized from the pool, and in a pool of a few kilobytes they
+	// shrink to single rows, which made a test topic's output 20 times larger than its input.
+	MinMemoryPoolBytes = 16 << 20
 	// DefaultMaxConcurrentActivities is the number of activities one worker runs at once. The
 	// data-path activities are CPU and memory heavy, so the default is small.
 	DefaultMaxConcurrentActivities = 4
@@ -94,17 +98,19 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 		"PostgreSQL URL of the catalog (env "+EnvDatabaseURL+")")
 	fs.StringVar(&c.StoreURL, "store-url", envOr(EnvStoreURL, DefaultStoreURL()),
 		"object store URL: file:///dir, mem://, s3://bucket?endpoint=… (env "+EnvStoreURL+")")
-	fs.Int64Var(&c.MemoryPoolBytes, "memory-pool-size", envInt64(EnvMemoryPoolSize, 0),
-		"memory shared by a worker's activities, bytes; 0 = unlimited (env "+EnvMemoryPoolSize+")")
-	fs.IntVar(&c.MaxConcurrentActivities, "max-concurrent-activities",
-		int(envInt64(EnvMaxConcurrentActivities, DefaultMaxConcurrentActivities)),
-		"activities one worker runs at once (env "+EnvMaxConcurrentActivities+")")
 	fs.StringVar(&c.LogLevel, "log-level", envOr(EnvLogLevel, "info"),
 		"log level: debug, info, warn, error (env "+EnvLogLevel+")")
 }
 
-// BindWorkerFlags registers the flags only the worker has (after BindFlags).
+// BindWorkerFlags registers the flags only the worker has (after BindFlags): memory pool,
+// activity concurrency, quarantine threshold. Without them the fields keep the defaults the
+// worker would take (starter commands do not use them).
 func (c *Config) BindWorkerFlags(fs *pflag.FlagSet) {
+	fs.Int64Var(&c.MemoryPoolBytes, "memory-pool-size", envInt64(EnvMemoryPoolSize, 0),
+		"memory shared by a worker's activities, bytes; 0 = unlimited, else at least 16777216 (env "+EnvMemoryPoolSize+")")
+	fs.IntVar(&c.MaxConcurrentActivities, "max-concurrent-activities",
+		int(envInt64(EnvMaxConcurrentActivities, DefaultMaxConcurrentActivities)),
+		"activities one worker runs at once; 0 = the Temporal SDK's default, 1000 (env "+EnvMaxConcurrentActivities+")")
 	fs.IntVar(&c.QuarantineAfter, "quarantine-after", int(envInt64(EnvQuarantineAfter, catalog.DefaultQuarantineAfter)),
 		"consecutive identical input or verification failures that quarantine a topic (env "+EnvQuarantineAfter+")")
 }
@@ -132,10 +138,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("store URL is empty (--store-url or %s)", EnvStoreURL)
 	case c.MemoryPoolBytes < 0:
 		return fmt.Errorf("memory pool size %d bytes is negative (0 = unlimited)", c.MemoryPoolBytes)
+	case c.MemoryPoolBytes > 0 && c.MemoryPoolBytes < MinMemoryPoolBytes:
+		return fmt.Errorf("memory pool size %d bytes is too small: at least %d (16 MiB), or 0 = unlimited (in a tiny pool row groups shrink to a few rows and the output grows many times larger)",
+			c.MemoryPoolBytes, MinMemoryPoolBytes)
 	case c.MaxConcurrentActivities < 0:
 		return fmt.Errorf("max concurrent activities %d is negative", c.MaxConcurrentActivities)
 	case c.QuarantineAfter < 0:
-		return fmt.Errorf("quarantine after %d failures: must be at least 1 (0 = %d)", c.QuarantineAfter, catalog.DefaultQuarantineAfter)
+		return fmt.Errorf("quarantine after %d failures: want 1 or more (or 0 for the default, %d)", c.QuarantineAfter, catalog.DefaultQuarantineAfter)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err

@@ -9,11 +9,13 @@ import (
 	"github.com/storeopt/storeopt/workflows"
 )
 
+// parse parses args with the worker's flags (BindFlags and BindWorkerFlags).
 func parse(t *testing.T, args ...string) Config {
 	t.Helper()
 	var cfg Config
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	cfg.BindFlags(fs)
+	cfg.BindWorkerFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("parse %v: %v", args, err)
 	}
@@ -38,6 +40,7 @@ func TestConfigDefaults(t *testing.T) {
 		StoreURL:                DefaultStoreURL(),
 		MaxConcurrentActivities: DefaultMaxConcurrentActivities,
 		LogLevel:                "info",
+		QuarantineAfter:         3,
 	}
 	if cfg != want {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -59,11 +62,11 @@ func TestConfigFromEnvironmentAndFlags(t *testing.T) {
 	t.Setenv(EnvStoreURL, "mem://")
 	t.Setenv(EnvMemoryPoolSize, "1073741824")
 	t.Setenv(EnvMaxConcurrentActivities, "8")
-	cfg := parse(t, "--namespace", "flag-wins", "--memory-pool-size", "5")
+	cfg := parse(t, "--namespace", "flag-wins", "--memory-pool-size", "20000000")
 	want := Config{
 		TemporalAddress: "temporal:7233", Namespace: "flag-wins", TaskQueue: "q",
-		DatabaseURL: "postgres://db/cat", StoreURL: "mem://", MemoryPoolBytes: 5,
-		MaxConcurrentActivities: 8, LogLevel: "info",
+		DatabaseURL: "postgres://db/cat", StoreURL: "mem://", MemoryPoolBytes: 20000000,
+		MaxConcurrentActivities: 8, LogLevel: "info", QuarantineAfter: 3,
 	}
 	if cfg != want {
 		t.Fatalf("\n got %+v\nwant %+v", cfg, want)
@@ -80,6 +83,7 @@ func TestConfigValidate(t *testing.T) {
 	t.Setenv(EnvMemoryPoolSize, "")
 	for name, mutate := range map[string]func(*Config){
 		"negative pool":  func(c *Config) { c.MemoryPoolBytes = -1 },
+		"tiny pool":      func(c *Config) { c.MemoryPoolBytes = 1000 },
 		"empty queue":    func(c *Config) { c.TaskQueue = "" },
 		"empty database": func(c *Config) { c.DatabaseURL = "" },
 		"bad log level":  func(c *Config) { c.LogLevel = "loud" },
@@ -94,16 +98,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestQuarantineAfterIsAWorkerSetting(t *testing.T) {
 	clearEnv(t)
-	worker := func(args ...string) Config {
-		var cfg Config
-		fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
-		cfg.BindFlags(fs)
-		cfg.BindWorkerFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
+	worker := func(args ...string) Config { return parse(t, args...) }
 	if got := worker().QuarantineAfter; got != 3 {
 		t.Errorf("default %d, want 3", got)
 	}
@@ -114,8 +109,13 @@ func TestQuarantineAfterIsAWorkerSetting(t *testing.T) {
 	if got := worker().QuarantineAfter; got != 7 {
 		t.Errorf("environment: %d, want 7", got)
 	}
-	if got := parse(t).QuarantineAfter; got != 0 {
-		t.Errorf("the starter has no such setting, got %d", got)
+	var starter Config
+	fs := pflag.NewFlagSet("starter", pflag.ContinueOnError)
+	starter.BindFlags(fs)
+	for _, name := range []string{"quarantine-after", "memory-pool-size", "max-concurrent-activities"} {
+		if fs.Lookup(name) != nil {
+			t.Errorf("the starter has the worker's flag --%s", name)
+		}
 	}
 	cfg := worker("--quarantine-after", "-1")
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "quarantine") {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,7 +88,7 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 	}
 	logger.Info("worker started", "database", RedactURL(cfg.DatabaseURL), "store", RedactURL(cfg.StoreURL),
 		"memory_pool_bytes", cfg.MemoryPoolBytes, "max_concurrent_activities", cfg.MaxConcurrentActivities,
-		"quarantine_after", cfg.QuarantineAfter)
+		"quarantine_after", cmp.Or(cfg.QuarantineAfter, catalog.DefaultQuarantineAfter))
 
 	var runErr error
 	select {

@@ -54,7 +54,7 @@ periodically; a run still going when the next one is due makes the schedule skip
 	}
 	f := cmd.Flags()
 	f.Int64Var(&opts.MaxChunkSizeBytes, "max-chunk-size", app.DefaultMaxChunkSizeBytes,
-		"soft size limit of one output chunk, bytes")
+		"soft size limit of one output chunk, bytes (0 = 256000000)")
 	f.Int64Var(&intervalSeconds, "time-interval", 0,
 		"seconds between scheduled runs; 0 = run one pass now and wait")
 	f.StringVar(&cron, "cron", "", "cron expression of scheduled runs (instead of --time-interval)")
