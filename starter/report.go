@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"github.com/spf13/cobra"
 	"gocloud.dev/blob"
 
@@ -40,6 +41,9 @@ when it was last optimized.
 			}
 			if sequence != "" {
 				reports = app.InSequence(reports, sequence)
+				if len(reports) == 0 {
+					return fmt.Errorf("no topic of sequence %q in the catalog", sequence)
+				}
 			}
 			out := cmd.OutOrStdout()
 			switch {
