@@ -1,6 +1,7 @@
 package chunkstats
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -124,17 +125,23 @@ func scanNumbers[T number](vals []T, arr arrow.Array, finiteOnly bool) (lo, hi T
 		if finiteOnly && v-v != 0 {
 			continue
 		}
-		if !found {
-			lo, hi, found = v, v, true
-			continue
-		}
-		if v < lo {
-			lo = v
-		} else if v > hi {
-			hi = v
-		}
+		lo, hi, found = widen(lo, hi, found, v)
 	}
 	return lo, hi, found
+}
+
+// widen returns the range [lo, hi] extended to hold v; found says whether the range held a value
+// before (when not, it becomes [v, v]).
+func widen[T cmp.Ordered](lo, hi T, found bool, v T) (T, T, bool) {
+	switch {
+	case !found:
+		return v, v, true
+	case v < lo:
+		return v, hi, true
+	case v > hi:
+		return lo, v, true
+	}
+	return lo, hi, true
 }
 
 // stringColumn tracks null count and min/max (bytewise order) of a string column.
@@ -162,16 +169,7 @@ func (c *stringColumn) add(arr arrow.Array) {
 		if strs.IsNull(i) {
 			continue
 		}
-		v := strs.Value(i)
-		if !found {
-			lo, hi, found = v, v, true
-			continue
-		}
-		if v < lo {
-			lo = v
-		} else if v > hi {
-			hi = v
-		}
+		lo, hi, found = widen(lo, hi, found, strs.Value(i))
 	}
 	if !found {
 		return
