@@ -10,6 +10,8 @@ import (
 	"gocloud.dev/blob/fileblob"
 	_ "gocloud.dev/blob/memblob" // mem:// URLs
 	_ "gocloud.dev/blob/s3blob"  // s3:// URLs
+
+	"github.com/storeopt/storeopt/store"
 )
 
 // checkStoreExists refuses a file:// store whose directory does not exist: a worker pointed at
@@ -28,9 +30,10 @@ func checkStoreExists(storeURL string) error {
 
 // OpenStore opens the object store named by a gocloud.dev/blob URL:
 //
-//   - file:///abs/dir — a directory, created (with parents) when missing; objects are written
-//     without fileblob's .attrs sidecar files (metadata=skip), whose MD5 over every written byte
-//     cost about 8 % of a rewrite's CPU; add metadata= to the URL to keep them;
+//   - file:///abs/dir — a directory, created (with parents) when missing, opened by
+//     store.OpenFileURL: each object's temporary file is written next to it (fileblob's
+//     no_tmp_dir, whatever the URL says), so a store on another filesystem than $TMPDIR works;
+//     no .attrs sidecar files unless the URL has metadata=;
 //   - mem:// — an in-memory bucket (tests only: it is empty and private to this process);
 //   - s3://bucket?region=…&endpoint=…&use_path_style=true&disable_https=true — S3 or MinIO, with
 //     credentials from the usual AWS environment variables.
@@ -49,13 +52,13 @@ func OpenStore(ctx context.Context, storeURL string) (*blob.Bucket, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("store URL %s: create directory: %w", RedactURL(storeURL), err)
 		}
-		if q := u.Query(); !q.Has("metadata") {
-			q.Set("metadata", "skip")
-			u.RawQuery = q.Encode()
-			storeURL = u.String()
-		}
 	}
-	b, err := blob.OpenBucket(ctx, storeURL)
+	var b *blob.Bucket
+	if u.Scheme == fileblob.Scheme {
+		b, err = store.OpenFileURL(ctx, u)
+	} else {
+		b, err = blob.OpenBucket(ctx, storeURL)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %s", RedactURL(storeURL), redactErr(err, storeURL))
 	}

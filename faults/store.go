@@ -11,6 +11,8 @@ import (
 	"gocloud.dev/blob/driver"
 	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/storeopt/storeopt/store"
 )
 
 func init() {
@@ -23,7 +25,7 @@ type storeOpener struct{}
 func (storeOpener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
 	inner := *u
 	inner.Scheme = fileblob.Scheme
-	b, err := blob.OpenBucket(ctx, inner.String())
+	b, err := store.OpenFileURL(ctx, &inner)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +39,7 @@ type faultStore struct{ b *blob.Bucket }
 var _ driver.Bucket = (*faultStore)(nil)
 
 func (s *faultStore) ErrorCode(err error) gcerrors.ErrorCode { return gcerrors.Code(err) }
-func (s *faultStore) As(any) bool                            { return false }
+func (s *faultStore) As(i any) bool                          { return s.b.As(i) }
 func (s *faultStore) ErrorAs(error, any) bool                { return false }
 func (s *faultStore) Close() error                           { return s.b.Close() }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"testing"
@@ -17,17 +18,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/fileblob"
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/chunkstats"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/pgtest"
+	"github.com/storeopt/storeopt/store"
 )
 
 func openBucket(t *testing.T) *blob.Bucket {
 	t.Helper()
-	b, err := blob.OpenBucket(context.Background(), "file://"+t.TempDir())
+	b, err := store.OpenFileURL(context.Background(), &url.URL{Scheme: "file", Path: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return b

@@ -57,7 +57,8 @@ func ChunkKey(prefix string, ordinal int) string {
 func MetadataKey(prefix string) string { return prefix + "/" + MetadataFile }
 
 // CheckKey returns an error unless key is a well-formed object key strictly inside prefix: valid
-// UTF-8, no empty, "." or ".." segment, no leading or trailing "/", no backslash or control bytes.
+// UTF-8, no empty, "." or ".." segment, no leading or trailing "/", no backslash or control bytes,
+// not the temporary file of an unfinished write (IsTempKey).
 func CheckKey(prefix, key string) error {
 	if err := CheckPrefix(prefix); err != nil {
 		return err
@@ -77,6 +78,9 @@ func CheckKey(prefix, key string) error {
 		if r < 0x20 || r == 0x7f || r == '\\' {
 			return fmt.Errorf("object key %q contains a control character or backslash", sanitize(key))
 		}
+	}
+	if IsTempKey(key) {
+		return fmt.Errorf("object key %q is the temporary file of an unfinished write, not an object", sanitize(key))
 	}
 	return nil
 }
@@ -243,8 +247,9 @@ func (r *rangeObject) Seek(offset int64, whence int) (int64, error) {
 	return offset, nil
 }
 
-// DeletePrefix deletes every object under "<prefix>/" and returns how many it deleted. The
-// prefix must be of the form tp_<ULID>.
+// DeletePrefix deletes every object under "<prefix>/", temporary files of unfinished writes
+// (IsTempKey) included, and returns how many it deleted. The prefix must be of the form
+// tp_<ULID>.
 func DeletePrefix(ctx context.Context, b *blob.Bucket, prefix string) (int, error) {
 	if err := CheckPrefix(prefix); err != nil {
 		return 0, err

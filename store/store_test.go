@@ -20,6 +20,8 @@ func TestCheckKey(t *testing.T) {
 		testPrefix + "/data/00000.parquet",
 		testPrefix + "/metadata.json",
 		testPrefix + "/a/b/c d-é.x",
+		testPrefix + "/data/x.tmp",
+		testPrefix + "/data/00000.parquet.tmp.parquet",
 	}
 	for _, k := range ok {
 		if err := CheckKey(testPrefix, k); err != nil {
@@ -43,6 +45,7 @@ func TestCheckKey(t *testing.T) {
 		{testPrefix + "/data/a\x00b", "control"},
 		{testPrefix + "/data/a\x7fb", "control"},
 		{testPrefix + `/data\..\x`, "backslash"},
+		{testPrefix + "/data/00000.parquet.18ece603137b8b02.tmp", "temporary file"},
 	}
 	for _, tc := range bad {
 		err := CheckKey(testPrefix, tc.key)
@@ -222,5 +225,20 @@ func TestDeletePrefix(t *testing.T) {
 	}
 	if _, err := DeletePrefix(ctx, b, "tp_"); err == nil {
 		t.Errorf("DeletePrefix of a malformed prefix accepted")
+	}
+}
+
+func TestIsTempKey(t *testing.T) {
+	for key, want := range map[string]bool{
+		testPrefix + "/data/00000.parquet.18ece603137b8b02.tmp":   true,
+		testPrefix + "/metadata.json.1.tmp":                       true,
+		testPrefix + "/data/00000.parquet":                        false,
+		testPrefix + "/data/00000.tmp":                            false,
+		testPrefix + "/data/00000.parquet.XYZ.tmp":                false,
+		testPrefix + "/data/00000.parquet.18ece603137b8b02.tmp/x": false,
+	} {
+		if got := IsTempKey(key); got != want {
+			t.Errorf("IsTempKey(%q) = %v, want %v", key, got, want)
+		}
 	}
 }

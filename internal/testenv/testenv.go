@@ -10,12 +10,14 @@ package testenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,13 +132,64 @@ func StartDevServer(t testing.TB) *DevServer {
 // and returns it with its URL.
 func NewBucket(t testing.TB) (*blob.Bucket, string) {
 	t.Helper()
-	storeURL := "file://" + filepath.ToSlash(t.TempDir())
+	return openBucket(t, t.TempDir())
+}
+
+// openBucket opens the file:// store in dir, closed when the test ends.
+func openBucket(t testing.TB, dir string) (*blob.Bucket, string) {
+	t.Helper()
+	storeURL := "file://" + filepath.ToSlash(dir)
 	b, err := app.OpenStore(context.Background(), storeURL)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return b, storeURL
+}
+
+// CrossDeviceDir returns a fresh directory, removed when the test ends, on another filesystem
+// than os.TempDir() (where gocloud's fileblob writes temporary files unless told otherwise): the
+// first of /dev/shm (a tmpfs on Linux), /tmp and /var/tmp that is on another device. Without one
+// the test is skipped (failed when $CI is set).
+func CrossDeviceDir(t testing.TB) string {
+	t.Helper()
+	tmp, err := deviceOf(os.TempDir())
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	for _, root := range []string{"/dev/shm", "/tmp", "/var/tmp"} {
+		if dev, err := deviceOf(root); err != nil || dev == tmp {
+			continue
+		}
+		dir, err := os.MkdirTemp(root, "storeopt-xdev-")
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		return dir
+	}
+	missing(t, "no directory on another filesystem than "+os.TempDir()+" (tried /dev/shm, /tmp, /var/tmp)")
+	return ""
+}
+
+// deviceOf returns the ID of the device (filesystem) holding path.
+func deviceOf(path string) (uint64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, fmt.Errorf("no device ID for %s on this system", path)
+	}
+	return uint64(sys.Dev), nil
+}
+
+// NewCrossDeviceBucket is NewBucket with the store in CrossDeviceDir: another filesystem than
+// the temporary directory.
+func NewCrossDeviceBucket(t testing.TB) (*blob.Bucket, string) {
+	t.Helper()
+	return openBucket(t, CrossDeviceDir(t))
 }
 
 // StartWorker runs app.RunWorker with cfg and c in a goroutine. stop cancels it, waits for it
