@@ -18,6 +18,7 @@ import (
 	"github.com/storeopt/storeopt/compaction"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/mempool"
+	"github.com/storeopt/storeopt/panics"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/verify"
@@ -51,17 +52,29 @@ func (a *Activities) pool() *mempool.Pool {
 
 func (a *Activities) mem() memory.Allocator { return a.pool().Allocator() }
 
-// classify turns err into the error an activity returns: input faults, verification mismatches,
-// lost leases, changed chunk sets and unknown topics are non-retryable application errors whose
-// message names the topic; anything else (PostgreSQL, the store, the network) is returned for
-// Temporal to retry.
+// logPanic logs the stack of a panic that err carries (recovered by package panics in a goroutine
+// of the activity) to the worker log, with the topic; classify reports it without the stack.
+func logPanic(ctx context.Context, locator string, err error) {
+	if pe, ok := panics.As(err); ok {
+		logger(ctx).Error("Internal error: a goroutine of the activity panicked", "topic", locator,
+			"where", pe.Where, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
+}
+
+// classify turns err into the error an activity returns: panics recovered in the activity's
+// goroutines (internal errors), input faults, verification mismatches, lost leases, changed chunk
+// sets and unknown topics are non-retryable application errors whose message names the topic;
+// anything else (PostgreSQL, the store, the network) is returned for Temporal to retry.
 func classify(locator string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var mismatch *verify.MismatchError
 	errType := ""
+	_, panicked := panics.As(err)
 	switch {
+	case panicked:
+		errType = ErrTypeInternal
 	case errors.As(err, &mismatch):
 		errType = ErrTypeVerification
 	case errors.Is(err, catalog.ErrLeaseLost):

@@ -11,6 +11,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/panics"
 	"github.com/storeopt/storeopt/store"
 )
 
@@ -221,6 +222,11 @@ func keepAlive(ctx context.Context, details any) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		// A panic here must not end the worker: it is logged and only the heartbeats stop (a
+		// deletion that then outlasts the heartbeat timeout is retried).
+		var err error
+		defer func() { logPanic(ctx, "", err) }()
+		defer panics.Recover(&err, "cleanup heartbeat")
 		t := time.NewTicker(cleanupKeepAlive)
 		defer t.Stop()
 		for {

@@ -12,6 +12,7 @@ import (
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/compaction"
 	"github.com/storeopt/storeopt/faults"
+	"github.com/storeopt/storeopt/panics"
 	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
@@ -41,6 +42,7 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 	}
 	p, inputIDs, err := a.planTopic(ctx, topic, in)
 	if err != nil {
+		logPanic(ctx, topic.Locator, err)
 		return ReadSortResult{}, classify(topic.Locator, err)
 	}
 	body, err := json.Marshal(p)
@@ -129,7 +131,12 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanParallelism)
 	for i := 1; i < len(chunks); i++ {
-		g.Go(func() error { return scan(gctx, i) })
+		panics.Go(g, "read-sort scan", func() error {
+			if err := faults.Hit(gctx, faults.ReadSortScan); err != nil {
+				return err
+			}
+			return scan(gctx, i)
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, nil, err

@@ -18,11 +18,16 @@ const (
 	ErrTypeChunkSetChanged = "StoreoptChunkSetChangedError"
 	// ErrTypeNotFound: the topic does not exist or is not finalized.
 	ErrTypeNotFound = "StoreoptNotFoundError"
+	// ErrTypeInternal: a goroutine of the activity panicked (a bug of storeopt, recovered by
+	// package panics so that the worker keeps running); the stack is in the worker log. A panic
+	// on given input almost always recurs, so it is not retried.
+	ErrTypeInternal = "StoreoptInternalError"
 )
 
 // NonRetryableErrorTypes lists every error type above, for RetryPolicy.NonRetryableErrorTypes.
 var NonRetryableErrorTypes = []string{
 	ErrTypeInput, ErrTypeVerification, ErrTypeLeaseLost, ErrTypeChunkSetChanged, ErrTypeNotFound,
+	ErrTypeInternal,
 }
 
 // EnqueueTopicsInput is the input of EnqueueTopics.

@@ -67,6 +67,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		}
 		out, err := a.writeOutput(ctx, inputs, o, key, schema)
 		if err != nil {
+			logPanic(ctx, topic.Locator, err)
 			return res, classify(topic.Locator, err)
 		}
 		if err := faults.Hit(ctx, faults.WriteChunksAfterWrite); err != nil {

@@ -12,7 +12,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/chunkstats"
+	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/merge"
+	"github.com/storeopt/storeopt/panics"
 	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
@@ -74,10 +76,14 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 
 	batches := make(chan arrow.RecordBatch, 2)
 	g, gctx := errgroup.WithContext(uctx)
-	g.Go(func() error { // encoder
+	panics.Go(g, "encoder of "+key, func() error {
 		var h verify.Hasher
 		tsField := schema.FieldIndices(parquetio.TimestampColumn)[0]
 		for rec := range batches {
+			if err := faults.Hit(gctx, faults.WriteChunksEncode); err != nil {
+				rec.Release()
+				return err
+			}
 			rec = corruptBatch(rec, tsField, mem)
 			if wschema != schema {
 				rewrapped := array.NewRecordBatch(wschema, rec.Columns(), rec.NumRows())
@@ -89,9 +95,6 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 			err := pw.Write(rec)
 			rec.Release()
 			if err != nil {
-				for rest := range batches {
-					rest.Release()
-				}
 				return err
 			}
 			if progress != nil {
@@ -100,8 +103,11 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 		}
 		return stats.Err()
 	})
-	g.Go(func() error { // reader and merger
+	panics.Go(g, "reader and merger of "+key, func() error {
 		defer close(batches)
+		if err := faults.Hit(gctx, faults.WriteChunksMerge); err != nil {
+			return err
+		}
 		col := newCollector(schema, in.Plan.BatchRows, in.Plan.ArrowBytesPerRow, mem, func(rec arrow.RecordBatch) error {
 			select {
 			case batches <- rec:
@@ -122,6 +128,11 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 		return col.flush()
 	})
 	if err := g.Wait(); err != nil {
+		// The encoder stopped early (or panicked): release what the reader left in the
+		// channel (closed by then: the reader stops at its next send once gctx is cancelled).
+		for rest := range batches {
+			rest.Release()
+		}
 		abort()
 		pw.Discard()
 		_ = bw.Close()

@@ -5,8 +5,9 @@
 //
 // STOREOPT_FAULTS is a ";"-separated list of "point=action[*count]": action is "fail" (a
 // retryable error), "hang" (block until the activity's context ends), "kill" (SIGKILL the worker
-// process, as a crash would), "exit" (os.Exit(3)) or "sleep:DURATION" (wait DURATION, a
-// time.ParseDuration string, or until the context ends, then go on: a slow step); count limits
+// process, as a crash would), "exit" (os.Exit(3)), "panic" (panic in the goroutine that hits the
+// point: a bug) or "sleep:DURATION" (wait DURATION, a time.ParseDuration string, or until the
+// context ends, then go on: a slow step); count limits
 // how many hits act (default: every hit). Example:
 // STOREOPT_FAULTS="write-chunks.after-object=kill;store.read=fail*3".
 //
@@ -41,6 +42,21 @@ const (
 	// StoreDelete is hit by every delete of the fault store (after StoreWrite).
 	StoreDelete = "store.delete"
 )
+
+// Points inside the goroutines that activities start (package panics recovers them), for the
+// tests that panic in each kind of goroutine ("panic" action). They are not in Points.
+const (
+	// ReadSortScan is hit in a goroutine of ReadSort's parallel scan, before it scans a chunk
+	// (chunk 0 is scanned by the activity's own goroutine and does not hit it).
+	ReadSortScan = "read-sort.scan"
+	// WriteChunksMerge is hit in WriteChunks' reader and merger goroutine, before the merge.
+	WriteChunksMerge = "write-chunks.merge"
+	// WriteChunksEncode is hit in WriteChunks' encoder goroutine, before each batch it encodes.
+	WriteChunksEncode = "write-chunks.encode"
+)
+
+// GoroutinePoints lists the points inside goroutines that activities start.
+var GoroutinePoints = []string{ReadSortScan, WriteChunksMerge, WriteChunksEncode}
 
 // Points lists every point, for suites that try each one.
 var Points = []string{LeaseAfter, ReadSortStart, ReadSortBeforeSave, WriteChunksBeforeWrite,

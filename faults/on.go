@@ -50,7 +50,8 @@ func load() {
 	}
 }
 
-// Hit acts on point as STOREOPT_FAULTS says: returns an error, blocks, sleeps or kills the process.
+// Hit acts on point as STOREOPT_FAULTS says: returns an error, blocks, sleeps, panics or kills the
+// process.
 func Hit(ctx context.Context, point string) error {
 	mu.Lock()
 	load()
@@ -76,6 +77,8 @@ func Hit(ctx context.Context, point string) error {
 		select {}
 	case action == "exit":
 		os.Exit(3)
+	case action == "panic":
+		panic(fmt.Sprintf("injected panic at %s", point))
 	case strings.HasPrefix(action, "sleep:"):
 		d, err := time.ParseDuration(strings.TrimPrefix(action, "sleep:"))
 		if err != nil {
