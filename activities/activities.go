@@ -28,6 +28,8 @@ import (
 type Activities struct {
 	Catalog *catalog.Catalog
 	Bucket  *blob.Bucket
+	// StoreURL is the URL Bucket was opened from: ErrTypeStore errors name it, redacted.
+	StoreURL string
 	// MemoryPoolBytes caps the memory all activities of this worker use together, bytes
 	// (STOREOPT_MEMORY_POOL_SIZE); 0 = unlimited.
 	MemoryPoolBytes int64
@@ -61,13 +63,18 @@ func logPanic(ctx context.Context, locator string, err error) {
 	}
 }
 
-// classify turns err into the error an activity returns: panics recovered in the activity's
-// goroutines (internal errors), input faults, verification mismatches, lost leases, changed chunk
-// sets and unknown topics are non-retryable application errors whose message names the topic;
-// anything else (PostgreSQL, the store, the network) is returned for Temporal to retry.
-func classify(locator string, err error) error {
+// classify turns err into the error an activity returns: store faults no retry can fix (see
+// storeFaultOf), panics recovered in the activity's goroutines (internal errors), input faults,
+// verification mismatches, lost leases, changed chunk sets and unknown topics are non-retryable
+// application errors whose message names the topic; anything else (PostgreSQL, a store or network
+// that may come back) is returned for Temporal to retry. Store faults come first: a chunk the
+// store refuses to read is not a fault of the chunk.
+func (a *Activities) classify(locator string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if f, ok := storeFaultOf(err); ok {
+		return a.storeError(locator, f, err)
 	}
 	var mismatch *verify.MismatchError
 	errType := ""
@@ -137,7 +144,7 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 	if in.SkipIfOptimized {
 		t, err := a.Catalog.Topic(ctx, in.TopicID)
 		if err != nil {
-			return LeaseResult{}, classify(fmt.Sprintf("#%d", in.TopicID), err)
+			return LeaseResult{}, a.classify(fmt.Sprintf("#%d", in.TopicID), err)
 		}
 		queued, err := a.Catalog.IsQueued(ctx, in.TopicID)
 		if err != nil {
@@ -170,7 +177,7 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 	}
 	l, err := a.Catalog.AcquireLease(ctx, in.TopicID, owner, token, store.NewPrefix())
 	if err != nil {
-		return LeaseResult{}, classify(fmt.Sprintf("#%d", in.TopicID), err)
+		return LeaseResult{}, a.classify(fmt.Sprintf("#%d", in.TopicID), err)
 	}
 	if err := faults.Hit(ctx, faults.LeaseAfter); err != nil {
 		return LeaseResult{}, err
@@ -187,7 +194,7 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 func (a *Activities) deletePartialOutput(ctx context.Context, locator, prefix string) error {
 	n, err := store.DeletePrefix(ctx, a.Bucket, prefix)
 	if err != nil {
-		return classify(locator, err)
+		return a.classify(locator, err)
 	}
 	logger(ctx).Info("Deleted partial output of an earlier run", "topic", locator, "prefix", prefix, "objects", n)
 	return nil
@@ -198,18 +205,19 @@ func (a *Activities) leased(ctx context.Context, topicID int64) (catalog.Topic, 
 	_, token := run(ctx)
 	t, err := a.Catalog.Topic(ctx, topicID)
 	if err != nil {
-		return t, catalog.Lease{}, token, classify(fmt.Sprintf("#%d", topicID), err)
+		return t, catalog.Lease{}, token, a.classify(fmt.Sprintf("#%d", topicID), err)
 	}
 	l, err := a.Catalog.LeaseOf(ctx, topicID)
 	if errors.Is(err, catalog.ErrNotFound) || (err == nil && l.FencingToken != token) {
 		err = fmt.Errorf("%w (run %s)", catalog.ErrLeaseLost, token)
 	}
-	return t, l, token, classify(t.Locator, err)
+	return t, l, token, a.classify(t.Locator, err)
 }
 
 // Release drops the lease if the calling run still holds it and deletes this run's partial
 // output (its fresh prefix). A lease already committed or taken over is left alone, so Release
-// never deletes a prefix the catalog references. A failure whose ErrorType is one of
+// never deletes a prefix the catalog references. Output the store refuses to delete (a store
+// fault no retry can fix) is left to the cleanup routine. A failure whose ErrorType is one of
 // QuarantineErrorTypes is counted toward the topic's quarantine (once per run).
 func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResult, error) {
 	_, token := run(ctx)
@@ -222,7 +230,14 @@ func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResul
 	lease, err := a.Catalog.LeaseOf(ctx, in.TopicID)
 	switch {
 	case err == nil && lease.FencingToken == token && lease.FreshPrefix != "":
-		if res.DeletedObjects, err = store.DeletePrefix(ctx, a.Bucket, lease.FreshPrefix); err != nil {
+		res.DeletedObjects, err = store.DeletePrefix(ctx, a.Bucket, lease.FreshPrefix)
+		if _, ok := storeFaultOf(err); ok {
+			// No retry can delete it. Once the lease is released nothing references the prefix,
+			// and the cleanup routine deletes it after the retention period, once the store
+			// lets it.
+			logger(ctx).Warn("Partial output left to the cleanup routine: the store refuses to delete it",
+				"prefix", lease.FreshPrefix, "error", a.classify(lease.Locator, err))
+		} else if err != nil {
 			return res, err
 		}
 	case err != nil && !errors.Is(err, catalog.ErrNotFound):

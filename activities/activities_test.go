@@ -2,12 +2,10 @@ package activities_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/activities"
@@ -23,12 +21,12 @@ import (
 func setup(t testing.TB, pool int64, topics []ingest.TopicSpec) (*activities.Activities, []ingest.IngestedTopic) {
 	t.Helper()
 	cat := pgtest.NewCatalog(t)
-	b, _ := testenv.NewBucket(t)
+	b, storeURL := testenv.NewBucket(t)
 	ingested, err := ingest.Ingest(context.Background(), cat, b, ingest.Options{Sequence: "acts", Seed: 7, Topics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &activities.Activities{Catalog: cat, Bucket: b, MemoryPool: mempool.New(pool)}, ingested
+	return &activities.Activities{Catalog: cat, Bucket: b, StoreURL: storeURL, MemoryPool: mempool.New(pool)}, ingested
 }
 
 // optimize runs Lease, ReadSort and every WriteChunks group (all at once) for one topic under the
@@ -144,24 +142,6 @@ func optimizeConcurrently(t *testing.T, pool int64) int64 {
 		}
 	}
 	return hw
-}
-
-// TestWrongStoreIsNotAnInputFault: a worker pointed at a store without the topic's objects gets
-// a retryable error that says so, not a non-retryable input fault (which would count towards
-// quarantine and blame the topic).
-func TestWrongStoreIsNotAnInputFault(t *testing.T) {
-	a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 3, RowsPerChunk: 10}})
-	empty, _ := testenv.NewBucket(t)
-	wrong := &activities.Activities{Catalog: a.Catalog, Bucket: empty}
-	ctx := activities.WithRun(context.Background(), "test-owner", "run-wrong-store")
-	if _, err := wrong.Lease(ctx, activities.LeaseInput{TopicID: ts[0].TopicID}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := wrong.ReadSort(ctx, activities.ReadSortInput{TopicID: ts[0].TopicID})
-	var appErr *temporal.ApplicationError
-	if err == nil || errors.As(err, &appErr) || !strings.Contains(err.Error(), "store URL") {
-		t.Fatalf("got %v, want a retryable error about the store URL", err)
-	}
 }
 
 // TestLeaseSkipsTopicQuarantinedSinceListed: a run's Lease (SkipIfOptimized) on a topic that

@@ -134,7 +134,7 @@ type deleteProgress struct {
 // prefix decided). A negative RetentionDuration is a non-retryable ErrTypeInput error.
 func (a *Activities) DeleteMarkedPrefixes(ctx context.Context, in DeleteMarkedPrefixesInput) (DeleteMarkedPrefixesResult, error) {
 	if in.RetentionDuration < 0 {
-		return DeleteMarkedPrefixesResult{}, classify("(cleanup)", fmt.Errorf("retention duration %s is negative: %w",
+		return DeleteMarkedPrefixesResult{}, a.classify("(cleanup)", fmt.Errorf("retention duration %s is negative: %w",
 			in.RetentionDuration, catalog.ErrInvalid))
 	}
 	pageSize := in.PageSize

@@ -22,12 +22,12 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 	_, token := run(ctx)
 	topic, err := a.Catalog.Topic(ctx, in.TopicID)
 	if err != nil {
-		return CommitResult{}, classify(fmt.Sprintf("#%d", in.TopicID), err)
+		return CommitResult{}, a.classify(fmt.Sprintf("#%d", in.TopicID), err)
 	}
 	var res CommitResult
 	if lease, err := a.Catalog.LeaseOf(ctx, topic.ID); err == nil && lease.FencingToken == token {
 		if err := a.copyMetadata(ctx, lease.OldPrefix, lease.FreshPrefix); err != nil {
-			return res, classify(topic.Locator, err)
+			return res, a.classify(topic.Locator, err)
 		}
 	}
 	if err := faults.Hit(ctx, faults.CommitBeforeTx); err != nil {
@@ -37,7 +37,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 		return a.verifyStaged(ctx, rec, staged, &res)
 	})
 	if err != nil {
-		return CommitResult{}, classify(topic.Locator, err)
+		return CommitResult{}, a.classify(topic.Locator, err)
 	}
 	if err := faults.Hit(ctx, faults.CommitAfterTx); err != nil {
 		return res, err // the switch is done; the retry finds it committed
@@ -87,6 +87,9 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d: %v", s.Ordinal, err)}
 		}
 		attrs, err := a.Bucket.Attributes(ctx, s.ObjectKey)
+		if _, ok := storeFaultOf(err); ok {
+			return fmt.Errorf("output chunk %s: %w", s.ObjectKey, err) // the store's fault, not the output's
+		}
 		if err != nil {
 			return &verify.MismatchError{What: fmt.Sprintf("output chunk %s is not readable in the store: %v", s.ObjectKey, err)}
 		}

@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -43,7 +42,7 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 	p, inputIDs, err := a.planTopic(ctx, topic, in)
 	if err != nil {
 		logPanic(ctx, topic.Locator, err)
-		return ReadSortResult{}, classify(topic.Locator, err)
+		return ReadSortResult{}, a.classify(topic.Locator, err)
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -57,7 +56,7 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 		ChunkSetVersion: topic.ChunkSetVersion, InputChunkIDs: inputIDs, Body: body,
 	})
 	if err != nil {
-		return ReadSortResult{}, classify(topic.Locator, err)
+		return ReadSortResult{}, a.classify(topic.Locator, err)
 	}
 	res := ReadSortResult{InputChunks: len(p.Inputs), InputRows: p.Totals.Rows,
 		OutputChunks: len(p.Outputs), Groups: p.Groups()}
@@ -171,12 +170,8 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	return p, ids, nil
 }
 
-// errTopicNotInStore is returned (retryable, never counted towards quarantine) when neither the
-// metadata nor the first chunk of a topic is in the store: far more likely a worker pointed at the
-// wrong store than a broken topic.
-var errTopicNotInStore = errors.New("neither metadata.json nor the first chunk is in the store: is the worker's store URL right?")
-
-// checkMetadata fails with an input fault when the topic's metadata.json is missing or empty.
+// checkMetadata fails with an input fault when the topic's metadata.json is missing or empty, and
+// with errTopicNotInStore (a store fault) when its first chunk is missing too.
 func (a *Activities) checkMetadata(ctx context.Context, prefix string, chunks []catalog.Chunk) error {
 	key := store.MetadataKey(prefix)
 	attrs, err := a.Bucket.Attributes(ctx, key)

@@ -22,12 +22,27 @@ const (
 	// package panics so that the worker keeps running); the stack is in the worker log. A panic
 	// on given input almost always recurs, so it is not retried.
 	ErrTypeInternal = "StoreoptInternalError"
+	// ErrTypeStore: the object store refuses the work in a way no retry can fix (a read-only
+	// filesystem, permission denied, a rename across filesystems, a missing bucket: see
+	// store.FaultOf), or holds none of the topic's objects (the worker's store URL is not the
+	// one the topic was ingested into). The message names the store URL (redacted) and says what
+	// to change; the details are one StoreFault. Never counts toward quarantine: the topic is
+	// not at fault.
+	ErrTypeStore = "StoreoptStoreError"
 )
 
 // NonRetryableErrorTypes lists every error type above, for RetryPolicy.NonRetryableErrorTypes.
 var NonRetryableErrorTypes = []string{
 	ErrTypeInput, ErrTypeVerification, ErrTypeLeaseLost, ErrTypeChunkSetChanged, ErrTypeNotFound,
-	ErrTypeInternal,
+	ErrTypeInternal, ErrTypeStore,
+}
+
+// StoreFault is the detail of an ErrTypeStore error: which store refused, and why, in words
+// that are the same for every topic the fault hits (no object keys), so that a run can tell
+// that all its topics fail the same way.
+type StoreFault struct {
+	Store string // the store URL, redacted
+	Cause string // e.g. "read-only file system"
 }
 
 // EnqueueTopicsInput is the input of EnqueueTopics.

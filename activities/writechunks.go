@@ -38,11 +38,11 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 	}
 	outputs := p.Group(in.Group)
 	if outputs == nil {
-		return WriteChunksResult{}, classify(topic.Locator, fmt.Errorf("%w: plan has no group %d", catalog.ErrInvalid, in.Group))
+		return WriteChunksResult{}, a.classify(topic.Locator, fmt.Errorf("%w: plan has no group %d", catalog.ErrInvalid, in.Group))
 	}
 	staged, err := a.Catalog.StagedChunks(ctx, topic.ID, token)
 	if err != nil {
-		return WriteChunksResult{}, classify(topic.Locator, err)
+		return WriteChunksResult{}, a.classify(topic.Locator, err)
 	}
 	done := map[int]catalog.StagedChunk{}
 	for _, s := range staged {
@@ -50,7 +50,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 	}
 	schema, err := a.topicSchema(ctx, p)
 	if err != nil {
-		return WriteChunksResult{}, classify(topic.Locator, err)
+		return WriteChunksResult{}, a.classify(topic.Locator, err)
 	}
 	inputs := compaction.Inputs{Bucket: a.Bucket, Plan: p, Mem: a.mem()}
 	var res WriteChunksResult
@@ -68,7 +68,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		out, err := a.writeOutput(ctx, inputs, o, key, schema)
 		if err != nil {
 			logPanic(ctx, topic.Locator, err)
-			return res, classify(topic.Locator, err)
+			return res, a.classify(topic.Locator, err)
 		}
 		if err := faults.Hit(ctx, faults.WriteChunksAfterWrite); err != nil {
 			return res, err
@@ -84,7 +84,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 			Digest: append(out.Read.MarshalBinary(), out.Written.MarshalBinary()...),
 		})
 		if err != nil {
-			return res, classify(topic.Locator, err)
+			return res, a.classify(topic.Locator, err)
 		}
 		if err := faults.Hit(ctx, faults.WriteChunksAfterStage); err != nil {
 			return res, err
@@ -103,14 +103,14 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 func (a *Activities) loadPlan(ctx context.Context, topic catalog.Topic, token string) (*plan.Plan, error) {
 	rec, err := a.Catalog.LoadPlan(ctx, topic.ID, token)
 	if err != nil {
-		return nil, classify(topic.Locator, err)
+		return nil, a.classify(topic.Locator, err)
 	}
 	var p plan.Plan
 	if err := json.Unmarshal(rec.Body, &p); err != nil {
-		return nil, classify(topic.Locator, fmt.Errorf("%w: stored plan is unreadable: %v", catalog.ErrInvalid, err))
+		return nil, a.classify(topic.Locator, fmt.Errorf("%w: stored plan is unreadable: %v", catalog.ErrInvalid, err))
 	}
 	if p.Version != plan.Version {
-		return nil, classify(topic.Locator, fmt.Errorf("%w: stored plan has version %d, this worker reads %d", catalog.ErrInvalid, p.Version, plan.Version))
+		return nil, a.classify(topic.Locator, fmt.Errorf("%w: stored plan has version %d, this worker reads %d", catalog.ErrInvalid, p.Version, plan.Version))
 	}
 	return &p, nil
 }

@@ -144,14 +144,18 @@ func EnsureSchedule(ctx context.Context, c client.Client, cfg Config, opts PassO
 }
 
 // WriteSummary writes the summary of a finished run: counts of optimized, skipped, failed and
-// quarantined topics, rows and chunk/byte totals, then one line per failed topic with its locator
-// and error and one per quarantined topic with its reason.
+// quarantined topics (and those not attempted after a store fault), rows and chunk/byte totals,
+// then the store fault that stopped the run if any, one line per quarantined topic with its
+// reason and one per failed topic with its locator and error.
 func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", runID)
 	fmt.Fprintf(tw, "optimized\t%d\n", res.Optimized)
 	fmt.Fprintf(tw, "skipped\t%d\n", res.Skipped)
 	fmt.Fprintf(tw, "failed\t%d\n", res.Failed)
+	if res.StoreFault != "" {
+		fmt.Fprintf(tw, "not attempted\t%d (the run stopped on a store fault; they stay queued, as do topics after them)\n", res.NotAttempted)
+	}
 	if res.Quarantined > 0 {
 		fmt.Fprintf(tw, "quarantined\t%d (not optimized; see `starter quarantine list`)\n", res.Quarantined)
 	}
@@ -160,6 +164,10 @@ func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult)
 	fmt.Fprintf(tw, "bytes\t%d -> %d\n", res.InputBytes, res.OutputBytes)
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if res.StoreFault != "" {
+		fmt.Fprintf(w, "\nstore fault: %d topics in a row failed the same way, so the run stopped starting topics:\n  %s\n",
+			workflows.StoreFaultLimit, oneLine(res.StoreFault))
 	}
 	if err := writeQuarantinedTopics(w, res); err != nil {
 		return err

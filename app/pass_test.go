@@ -105,3 +105,23 @@ func TestWriteSummaryListsFailures(t *testing.T) {
 		t.Errorf("multi-line error not folded:\n%s", out)
 	}
 }
+
+func TestWriteSummarySaysStoreFaultOnce(t *testing.T) {
+	var buf bytes.Buffer
+	res := workflowsResult()
+	res.StoreFault = "store file:///data/store: read-only file system (mkdir /data/store/tp_x: read-only file system); mount it read-write"
+	res.NotAttempted = 96
+	if err := app.WriteSummary(&buf, "storeopt-run-x", res); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"not attempted  96 (the run stopped on a store fault", "store fault: 3 topics in a row failed the same way",
+		"  " + res.StoreFault + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "read-only file system ("); n != 1 {
+		t.Errorf("store fault said %d times:\n%s", n, out)
+	}
+}

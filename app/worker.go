@@ -80,6 +80,7 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 	w.RegisterActivity(&activities.Activities{
 		Catalog:         cat,
 		Bucket:          bucket,
+		StoreURL:        cfg.StoreURL,
 		MemoryPoolBytes: cfg.MemoryPoolBytes,
 		QuarantineAfter: cfg.QuarantineAfter,
 	})

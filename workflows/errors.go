@@ -7,6 +7,8 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/storeopt/storeopt/activities"
 )
 
 // ErrTypeTopicFailed is the type of the non-retryable ApplicationError an OptimizeTopicWorkflow
@@ -83,4 +85,20 @@ func isAlreadyStarted(err error) bool {
 	var childErr *temporal.ChildWorkflowExecutionAlreadyStartedError
 	var serviceErr *serviceerror.WorkflowExecutionAlreadyStarted
 	return errors.As(err, &childErr) || errors.As(err, &serviceErr)
+}
+
+// storeFaultOf finds the activities.ErrTypeStore error in err's cause chain (a failed child's
+// error holds the failed activity's) and returns its StoreFault details and message.
+func storeFaultOf(err error) (fault activities.StoreFault, msg string, ok bool) {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		appErr, isApp := e.(*temporal.ApplicationError)
+		if !isApp || appErr.Type() != activities.ErrTypeStore {
+			continue
+		}
+		if appErr.HasDetails() {
+			_ = appErr.Details(&fault) // unreadable details: every such fault counts as one
+		}
+		return fault, appErr.Message(), true
+	}
+	return fault, "", false
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -23,6 +24,13 @@ const (
 	MaxRecordedFailures = 100
 	// maxProgressLocators is how many in-flight locators the progress query lists.
 	maxProgressLocators = 20
+	// StoreFaultLimit is how many topics in a row must fail with the same store fault
+	// (activities.ErrTypeStore: same store, same cause), none optimized in between, before a run
+	// stops starting topics (StoreOptimizerResult.StoreFault).
+	StoreFaultLimit = 3
+	// storeFaultStopChange is the workflow.GetVersion change ID of the early stop on a store
+	// fault: executions recorded before it go on starting topics, as they did.
+	storeFaultStopChange = "store-fault-stop"
 )
 
 // StoreOptimizerInput is the input of StoreOptimizerWorkflow. Zero values take the defaults.
@@ -50,6 +58,10 @@ type RunState struct {
 	AfterTopicID int64
 	// Result is the result so far.
 	Result StoreOptimizerResult
+	// StoreFaultStreak counts the topics that failed one after another with the store fault
+	// StoreFaultKey ("<store> <cause>"), none optimized and none failing otherwise in between.
+	StoreFaultStreak int
+	StoreFaultKey    string
 }
 
 // TopicFailure is one topic whose optimization failed, with the error message (which names the
@@ -65,6 +77,13 @@ type TopicFailure struct {
 // Quarantined counts the topics the run left out because they are quarantined (as of its start,
 // plus those another run quarantined after this run listed them);
 // QuarantinedTopics lists the first activities.MaxReportedQuarantined with their reasons.
+//
+// StoreFault is set when StoreFaultLimit topics in a row failed with the same store fault
+// (activities.ErrTypeStore: the store refuses in a way no retry can fix): the run then stops
+// starting topics and says so here, once — the fault's message (store URL, cause, what to
+// change) — rather than in one failure per topic. NotAttempted counts the topics of the pages it
+// listed that it did not start; they, and the queued topics after them, stay queued for the next
+// run.
 type StoreOptimizerResult struct {
 	Optimized         int
 	Skipped           int
@@ -77,6 +96,8 @@ type StoreOptimizerResult struct {
 	OutputChunks      int
 	InputBytes        int64
 	OutputBytes       int64
+	StoreFault        string
+	NotAttempted      int
 }
 
 // Progress is the answer of StoreOptimizerWorkflow's ProgressQuery: the run's counts so far
@@ -99,7 +120,9 @@ type Progress struct {
 // TopicLocatorSearchAttribute (the server must have it registered, or child starts fail the run's
 // workflow tasks) and the static summary "optimize <locator>". A topic whose child
 // cannot start because another run is optimizing it is counted as skipped; a failed topic is
-// counted and recorded, and the run goes on. The run fails only when EnqueueTopics or
+// counted and recorded, and the run goes on — unless StoreFaultLimit topics in a row fail with
+// the same store fault: then it starts no further topic, waits for those in flight and ends
+// with StoreFault set (see StoreOptimizerResult). The run fails only when EnqueueTopics or
 // ListQueuedTopics fail after their retries; canceling it cancels the children, which release their
 // leases.
 //
@@ -164,6 +187,10 @@ func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
 		r.logSummary("Run canceled")
 		return r.state.Result, err
 	}
+	if r.state.Result.StoreFault != "" {
+		r.logSummary("Run stopped by a store fault")
+		return r.state.Result, nil
+	}
 	if len(page) == r.in.PageSize {
 		r.state.AfterTopicID = page[len(page)-1].TopicID
 		r.logger.Info("Page done, continuing as new", "NextAfterTopicID", r.state.AfterTopicID,
@@ -205,9 +232,13 @@ func (r *storeRun) listPage(ctx workflow.Context) ([]activities.QueuedTopic, err
 // all of them have finished. After a cancel no further child starts.
 func (r *storeRun) optimizeTopics(ctx workflow.Context, topics []activities.QueuedTopic) {
 	w := newWindow(ctx, r.in.MaxConcurrentTopics)
-	for _, topic := range topics {
+	for i, topic := range topics {
 		w.ready()
 		if ctx.Err() != nil {
+			break
+		}
+		if r.state.Result.StoreFault != "" {
+			r.state.Result.NotAttempted += len(topics) - i
 			break
 		}
 		r.inFlight = append(r.inFlight, topic.Locator)
@@ -257,6 +288,7 @@ func (r *storeRun) record(ctx workflow.Context, locator string, res OptimizeTopi
 		total.Skipped++
 		r.logger.Info("Topic skipped: optimized by another run", "TopicLocator", locator)
 	case err == nil:
+		r.state.StoreFaultStreak, r.state.StoreFaultKey = 0, ""
 		total.Optimized++
 		total.Rows += res.Rows
 		total.InputChunks += res.InputChunks
@@ -273,7 +305,32 @@ func (r *storeRun) record(ctx workflow.Context, locator string, res OptimizeTopi
 		if len(total.Failures) < MaxRecordedFailures {
 			total.Failures = append(total.Failures, TopicFailure{Locator: locator, Error: childFailureMessage(err)})
 		}
+		r.countStoreFault(ctx, locator, err)
 	}
+}
+
+// countStoreFault extends or resets the run's store-fault streak with the failure err of one
+// topic, and once StoreFaultLimit topics in a row failed with the same store fault, sets
+// StoreFault: no further topic starts.
+func (r *storeRun) countStoreFault(ctx workflow.Context, locator string, err error) {
+	fault, msg, ok := storeFaultOf(err)
+	if !ok {
+		r.state.StoreFaultStreak, r.state.StoreFaultKey = 0, ""
+		return
+	}
+	if key := fault.Store + " " + fault.Cause; key != r.state.StoreFaultKey {
+		r.state.StoreFaultStreak, r.state.StoreFaultKey = 0, key
+	}
+	r.state.StoreFaultStreak++
+	if r.state.StoreFaultStreak < StoreFaultLimit || r.state.Result.StoreFault != "" {
+		return
+	}
+	if workflow.GetVersion(ctx, storeFaultStopChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	r.state.Result.StoreFault = strings.TrimPrefix(msg, "topic "+locator+": ")
+	r.logger.Error("Store fault: the last topics all failed the same way; no further topic is started",
+		"Topics", r.state.StoreFaultStreak, "StoreFault", r.state.Result.StoreFault)
 }
 
 // logSummary logs the run's counts and every recorded failure.
@@ -282,6 +339,10 @@ func (r *storeRun) logSummary(msg string) {
 	r.logger.Info(msg, "Optimized", res.Optimized, "Skipped", res.Skipped, "Failed", res.Failed,
 		"Rows", res.Rows, "InputChunks", res.InputChunks, "OutputChunks", res.OutputChunks,
 		"InputBytes", res.InputBytes, "OutputBytes", res.OutputBytes)
+	if res.StoreFault != "" {
+		r.logger.Error("Stopped by a store fault: topics not attempted stay queued", "StoreFault", res.StoreFault,
+			"NotAttempted", res.NotAttempted)
+	}
 	for _, f := range res.Failures {
 		r.logger.Warn("Topic failed", "TopicLocator", f.Locator, "Error", f.Error)
 	}

@@ -346,3 +346,122 @@ func TestStoreOptimizerCancelCancelsChildrenWhichRelease(t *testing.T) {
 	require.Equal(t, 2, releases, "both topics in flight release: %v", m.log.list())
 	require.NotContains(t, m.log.list(), "commit")
 }
+
+// storeFaultErr is the ErrTypeStore error an activity returns when store fails with cause.
+func storeFaultErr(locator, store, cause string) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("topic %s: store %s: %s (open %s/x.tmp); fix the store", locator, store, cause, store),
+		activities.ErrTypeStore, nil, activities.StoreFault{Store: store, Cause: cause})
+}
+
+// TestStoreOptimizerStopsOnAStoreFault: real children whose WriteChunks fail with the same
+// store fault: after StoreFaultLimit of them the run starts no further topic, waits for the one
+// in flight, and says once what is wrong; the topics it did not start are counted (across a
+// continue-as-new) and the store faults do not count toward quarantine (Release is told the
+// error type).
+func TestStoreOptimizerStopsOnAStoreFault(t *testing.T) {
+	var locators []string
+	for i := range 10 {
+		locators = append(locators, fmt.Sprintf("seq/t%d", i))
+	}
+	q := newQueue(locators...)
+	var mu sync.Mutex
+	var released []activities.ReleaseInput
+	var writes int
+	setup := func(env *testsuite.TestWorkflowEnvironment) {
+		q.install(env)
+		env.OnActivity(a.Lease, mock.Anything, mock.Anything).Return(activities.LeaseResult{}, nil)
+		env.OnActivity(a.ReadSort, mock.Anything, mock.Anything).Return(activities.ReadSortResult{Groups: 1}, nil)
+		env.OnActivity(a.WriteChunks, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in activities.WriteChunksInput) (activities.WriteChunksResult, error) {
+				mu.Lock()
+				writes++
+				mu.Unlock()
+				return activities.WriteChunksResult{}, storeFaultErr(fmt.Sprintf("seq/t%d", in.TopicID/10-1), "file:///s", "read-only file system")
+			})
+		env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in activities.ReleaseInput) (activities.ReleaseResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				released = append(released, in)
+				return activities.ReleaseResult{Released: true}, nil
+			})
+	}
+
+	next, res := runLegs(t, StoreOptimizerInput{PageSize: 6, MaxConcurrentTopics: 2}, setup)
+
+	require.Empty(t, next, "a run stopped by a store fault does not continue as new")
+	require.Equal(t, "store file:///s: read-only file system (open file:///s/x.tmp); fix the store", res.StoreFault)
+	require.Zero(t, res.Optimized)
+	require.Equal(t, StoreFaultLimit+1, res.Failed, "the limit, and the topic in flight when it was reached")
+	require.Equal(t, 6-res.Failed, res.NotAttempted, "the rest of the page")
+	require.Len(t, res.Failures, res.Failed)
+	for _, f := range res.Failures {
+		require.Contains(t, f.Error, "write-chunks group 0: store file:///s: read-only file system")
+	}
+	require.Equal(t, res.Failed, writes, "no write after the stop")
+	require.Len(t, q.lists, 1, "no further page listed")
+	require.Len(t, released, res.Failed)
+	for _, r := range released {
+		require.Equal(t, activities.ErrTypeStore, r.ErrorType)
+	}
+}
+
+// TestStoreOptimizerStoreFaultStreak: only StoreFaultLimit topics in a row failing with the same
+// store fault stop a run: an optimized topic, another failure or another store fault in between
+// start the count again; topics skipped do not interrupt it; the streak is carried across
+// continue-as-new.
+func TestStoreOptimizerStoreFaultStreak(t *testing.T) {
+	fault := func(store, cause string) func(string) error {
+		return func(locator string) error {
+			return topicFailure(locator, &stepError{step: stepReadSort, err: storeFaultErr(locator, store, cause)})
+		}
+	}
+	ro, other := fault("file:///s", "read-only file system"), fault("file:///t", "read-only file system")
+	denied := fault("file:///s", "permission denied")
+	input := func(locator string) error {
+		return topicFailure(locator, &stepError{step: stepReadSort,
+			err: temporal.NewNonRetryableApplicationError("bad chunk", activities.ErrTypeInput, nil)})
+	}
+	for _, tc := range []struct {
+		name                 string
+		outcomes             []func(string) error // nil: optimized
+		pageSize             int
+		failed, notAttempted int
+		unlisted             int // topics of pages never listed
+		stopped              bool
+	}{
+		{name: "three in a row", outcomes: []func(string) error{ro, ro, ro, nil, nil}, failed: 3, notAttempted: 2, stopped: true},
+		{name: "optimized in between", outcomes: []func(string) error{ro, ro, nil, ro, ro, nil}, failed: 4},
+		{name: "input failure in between", outcomes: []func(string) error{ro, ro, input, ro, ro, nil}, failed: 5},
+		{name: "other store", outcomes: []func(string) error{ro, ro, other, ro, nil}, failed: 4},
+		{name: "other cause", outcomes: []func(string) error{ro, denied, ro, denied, nil}, failed: 4},
+		// Pages of 2: the fault stops the run in the second page; the third is never listed.
+		{name: "across pages", outcomes: []func(string) error{ro, ro, ro, nil, nil}, pageSize: 2, failed: 3, notAttempted: 1, unlisted: 1, stopped: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var locators []string
+			outcome := map[string]func(string) error{}
+			for i, o := range tc.outcomes {
+				l := fmt.Sprintf("seq/t%d", i)
+				locators = append(locators, l)
+				outcome[l] = o
+			}
+			q := newQueue(locators...)
+			_, res := runLegs(t, StoreOptimizerInput{MaxConcurrentTopics: 1, PageSize: tc.pageSize},
+				func(env *testsuite.TestWorkflowEnvironment) {
+					q.install(env)
+					mockChildren(env, func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
+						if o := outcome[in.Locator]; o != nil {
+							return OptimizeTopicResult{}, o(in.Locator)
+						}
+						return childResult(in), nil
+					})
+				})
+			require.Equal(t, tc.failed, res.Failed)
+			require.Equal(t, tc.notAttempted, res.NotAttempted)
+			require.Equal(t, len(tc.outcomes)-tc.failed-tc.notAttempted-tc.unlisted, res.Optimized)
+			require.Equal(t, tc.stopped, res.StoreFault != "", "StoreFault %q", res.StoreFault)
+		})
+	}
+}

@@ -192,6 +192,53 @@ func NewCrossDeviceBucket(t testing.TB) (*blob.Bucket, string) {
 	return openBucket(t, CrossDeviceDir(t))
 }
 
+// ReadOnlyDir makes dir (and everything under it) unwritable until the test ends, in a way root
+// cannot write through either: with CAP_SYS_ADMIN (root on this machine) a read-only bind mount
+// of dir over itself, so writes fail with EROFS ("read-only file system"), as on a filesystem
+// mounted read-only; without it (not root), mode 0555 on every directory, so writes fail with
+// EACCES ("permission denied"). It returns what writes will fail with. When neither works (root
+// without mount rights, where modes do not stop writes) the test is skipped (failed when $CI is
+// set).
+func ReadOnlyDir(t testing.TB, dir string) syscall.Errno {
+	t.Helper()
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err == nil {
+		t.Cleanup(func() {
+			if err := syscall.Unmount(dir, 0); err != nil {
+				t.Errorf("testenv: unmount the read-only bind mount %s: %v", dir, err)
+			}
+		})
+		if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
+			t.Fatalf("testenv: remount %s read-only: %v", dir, err)
+		}
+		return syscall.EROFS
+	}
+	if os.Geteuid() == 0 {
+		missing(t, "cannot make "+dir+" read-only: root without CAP_SYS_ADMIN ignores file modes and cannot mount")
+		return 0
+	}
+	var dirs []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	for _, d := range dirs {
+		if err := os.Chmod(d, 0o555); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range dirs {
+			_ = os.Chmod(d, 0o755)
+		}
+	})
+	return syscall.EACCES
+}
+
 // StartWorker runs app.RunWorker with cfg and c in a goroutine. stop cancels it, waits for it
 // to return (at most app.WorkerStopTimeout plus a margin) and returns its error; it is also
 // called when the test ends, failing the test if the worker returned an error that stop's caller
