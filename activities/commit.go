@@ -14,7 +14,8 @@ import (
 
 // Commit copies the topic's metadata.json byte for byte into the fresh prefix, verifies the
 // staged output against the plan (DESIGN.md rule 6: rows, null timestamps, timestamp range,
-// content digests, global order, every object present with its recorded size) and switches the
+// content digests, global order, every object present with its recorded size, every planned
+// input chunk's rows taken by exactly one output) and switches the
 // topic in one catalog transaction that also checks the lease and the planned chunk set (rule 4).
 // A retry after a successful commit returns AlreadyCommitted and changes nothing. Errors:
 // ErrTypeVerification, ErrTypeLeaseLost, ErrTypeChunkSetChanged; the topic is unchanged after any.
@@ -56,7 +57,10 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 	var p struct {
 		Outputs []json.RawMessage `json:"outputs"`
 		Inputs  []struct {
-			SizeBytes int64 `json:"size"`
+			ChunkID   int64  `json:"chunk_id"`
+			ObjectKey string `json:"key"`
+			Rows      int64  `json:"rows"`
+			SizeBytes int64  `json:"size"`
 		} `json:"inputs"`
 		Totals struct {
 			Rows           int64  `json:"rows"`
@@ -81,8 +85,12 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 		if err != nil {
 			return err
 		}
+		taken, err := verify.UnmarshalTaken(s.Taken)
+		if err != nil {
+			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d: %v", s.Ordinal, err)}
+		}
 		facts[i] = verify.OutputFacts{Ordinal: s.Ordinal, Rows: s.RowCount, TimestampNulls: s.TimestampNullCount,
-			MinTs: s.MinTimestampNs, MaxTs: s.MaxTimestampNs, Read: read, Written: written}
+			MinTs: s.MinTimestampNs, MaxTs: s.MaxTimestampNs, Read: read, Written: written, Taken: taken}
 		if err := store.CheckKey(rec.FreshPrefix, s.ObjectKey); err != nil {
 			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d: %v", s.Ordinal, err)}
 		}
@@ -99,11 +107,13 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 		res.Rows += s.RowCount
 		res.OutputBytes += s.SizeBytes
 	}
-	for _, in := range p.Inputs {
+	inputs := make([]verify.InputChunk, len(p.Inputs))
+	for i, in := range p.Inputs {
 		res.InputBytes += in.SizeBytes
+		inputs[i] = verify.InputChunk{ID: in.ChunkID, Key: in.ObjectKey, Rows: in.Rows}
 	}
 	return verify.Check(verify.Expected{Outputs: len(p.Outputs), Rows: p.Totals.Rows,
-		TimestampNulls: p.Totals.TimestampNulls, MinTs: p.Totals.MinTs, MaxTs: p.Totals.MaxTs}, facts)
+		TimestampNulls: p.Totals.TimestampNulls, MinTs: p.Totals.MinTs, MaxTs: p.Totals.MaxTs, Inputs: inputs}, facts)
 }
 
 // copyMetadata copies <old>/metadata.json to <fresh>/metadata.json and checks the copy is

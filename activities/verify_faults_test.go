@@ -5,6 +5,8 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -32,44 +34,134 @@ func TestVerificationCatchesCorruptOutput(t *testing.T) {
 		t.Run(tc.point, func(t *testing.T) {
 			a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: 300,
 				Overlap: 0.2, UnsortedFraction: 0.2}})
-			id := ts[0].TopicID
-			before, err := a.Catalog.Topic(context.Background(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			chunksBefore, _ := a.Catalog.Chunks(context.Background(), id)
-			t.Setenv(faults.EnvVar, tc.point+"=on*1")
-			ctx := activities.WithRun(context.Background(), "test-owner", "run-"+tc.point)
-			err = writeAndCommit(ctx, a, id)
-			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeVerification || appErr.NonRetryable() == false {
-				t.Fatalf("got %v, want a non-retryable %s", err, activities.ErrTypeVerification)
-			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), ts[0].Locator) {
-				t.Fatalf("error %q does not name the topic and %q", err, tc.want)
-			}
-			t.Logf("caught: %v", err)
-			after, _ := a.Catalog.Topic(context.Background(), id)
-			chunksAfter, _ := a.Catalog.Chunks(context.Background(), id)
-			if after.DataPrefix != before.DataPrefix || after.OptimizedAt != nil || len(chunksAfter) != len(chunksBefore) ||
-				chunksAfter[0].ID != chunksBefore[0].ID {
-				t.Fatalf("topic changed after a refused commit: %+v -> %+v", before, after)
-			}
-			rel, err := a.Release(ctx, activities.ReleaseInput{TopicID: id, Reason: "verification failed"})
-			if err != nil || !rel.Released || rel.DeletedObjects == 0 {
-				t.Fatalf("release: %+v, %v", rel, err)
+			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not say %q", err, tc.want)
 			}
 		})
 	}
 }
 
-// writeAndCommit runs Lease, ReadSort, every WriteChunks group and Commit, stopping at the first
-// error.
-func writeAndCommit(ctx context.Context, a *activities.Activities, id int64) error {
+// TestVerificationCatchesBoundaryFaults moves a key range's bound by one row in one input chunk
+// inside the merge, before any digest is taken (fault points of package merge, built with -tags
+// storeopt_faults), so that every per-output check agrees: a row taken by two outputs; a row
+// taken by none; both in one input chunk (the chunk's row count and every total stay right); a
+// row taken twice in one input chunk and another by no output in a second one (total rows
+// right). Commit refuses each with a non-retryable verification error naming every input chunk
+// the fault acted on, the rows it holds and the rows the outputs took, and the topic stays
+// exactly as it was. A case fails if its fault did not act.
+func TestVerificationCatchesBoundaryFaults(t *testing.T) {
+	const rows = 300 // rows per input chunk
+	twice := func(key string) string {
+		return fmt.Sprintf("input chunk %s: %d rows taken by the output chunks, %d in the chunk", key, rows+1, rows)
+	}
+	skipped := func(key string) string {
+		return fmt.Sprintf("input chunk %s: %d rows taken by the output chunks, %d in the chunk", key, rows-1, rows)
+	}
+	shifted := func(key string) string {
+		return fmt.Sprintf("input chunk %s: %d rows taken by the output chunks, as many as the chunk holds, "+
+			"but not each of its rows 0..%d exactly once (a row taken twice, another by no output)", key, rows, rows-1)
+	}
+	cases := []struct {
+		name string
+		// want maps each fault point to the message its input chunk must get.
+		want map[string]func(key string) string
+	}{
+		{"row taken twice", map[string]func(string) string{faults.MergeDuplicateRow: twice}},
+		{"row taken by no output", map[string]func(string) string{faults.MergeSkipRow: skipped}},
+		{"one chunk: a row twice, another by no output", map[string]func(string) string{faults.MergeShiftRange: shifted}},
+		{"two chunks: a row twice in one, another by no output in the other",
+			map[string]func(string) string{faults.MergeDuplicateRow: twice, faults.MergeSkipRow: skipped}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: rows,
+				Overlap: 0.3, UnsortedFraction: 0.2, EqualTimestamps: true}})
+			chunks, err := a.Catalog.Chunks(context.Background(), ts[0].TopicID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keyOf := map[string]string{} // chunk ID → object key
+			for _, c := range chunks {
+				keyOf[fmt.Sprint(c.ID)] = c.ObjectKey
+			}
+			var spec []string
+			for point := range tc.want {
+				spec = append(spec, point+"=on*1")
+			}
+			err = refusedCommit(t, a, ts[0], strings.Join(spec, ";"), 8<<10)
+			acted := map[string]bool{}
+			for point, want := range tc.want {
+				on := faults.ActedOn(point)
+				if len(on) != 1 {
+					t.Fatalf("fault %s acted on chunks %v, want exactly one", point, on)
+				}
+				acted[on[0]] = true
+				if w := want(keyOf[on[0]]); !strings.Contains(err.Error(), w) {
+					t.Errorf("fault %s acted on chunk %s: error %q does not say %q", point, keyOf[on[0]], err, w)
+				}
+			}
+			if len(acted) != len(tc.want) {
+				t.Fatalf("the faults acted on %d input chunks, want %d", len(acted), len(tc.want))
+			}
+			if n := strings.Count(err.Error(), "input chunk "); n != len(acted) {
+				t.Errorf("error names %d input chunks, the faults acted on %d: %q", n, len(acted), err)
+			}
+		})
+	}
+}
+
+// refusedCommit optimizes the topic with the faults spec (STOREOPT_FAULTS) and output chunks of
+// maxChunk bytes, checks that the run is refused with a non-retryable verification error naming
+// the topic, that the topic is exactly as it was and that Release deletes the run's output, and
+// returns the error.
+func refusedCommit(t *testing.T, a *activities.Activities, topic ingest.IngestedTopic, spec string, maxChunk int64) error {
+	t.Helper()
+	id := topic.TopicID
+	before, err := a.Catalog.Topic(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunksBefore, err := a.Catalog.Chunks(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(faults.EnvVar, spec)
+	ctx := activities.WithRun(context.Background(), "test-owner", "run-faulty")
+	refused := writeAndCommit(ctx, a, id, maxChunk)
+	var appErr *temporal.ApplicationError
+	if !errors.As(refused, &appErr) || appErr.Type() != activities.ErrTypeVerification || appErr.NonRetryable() == false {
+		t.Fatalf("got %v, want a non-retryable %s", refused, activities.ErrTypeVerification)
+	}
+	if !strings.Contains(refused.Error(), topic.Locator) {
+		t.Fatalf("error %q does not name the topic", refused)
+	}
+	t.Logf("caught: %v", refused)
+	after, err := a.Catalog.Topic(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunksAfter, err := a.Catalog.Chunks(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after, before) || !reflect.DeepEqual(chunksAfter, chunksBefore) {
+		t.Fatalf("topic changed after a refused commit: %+v -> %+v", before, after)
+	}
+	rel, err := a.Release(ctx, activities.ReleaseInput{TopicID: id, Reason: "verification failed"})
+	if err != nil || !rel.Released || rel.DeletedObjects == 0 {
+		t.Fatalf("release: %+v, %v", rel, err)
+	}
+	return refused
+}
+
+// writeAndCommit runs Lease, ReadSort (output chunks of maxChunk bytes), every WriteChunks group
+// and Commit, stopping at the first error.
+func writeAndCommit(ctx context.Context, a *activities.Activities, id, maxChunk int64) error {
 	if _, err := a.Lease(ctx, activities.LeaseInput{TopicID: id}); err != nil {
 		return err
 	}
-	rs, err := a.ReadSort(ctx, activities.ReadSortInput{TopicID: id, MaxChunkSizeBytes: 32 << 10})
+	rs, err := a.ReadSort(ctx, activities.ReadSortInput{TopicID: id, MaxChunkSizeBytes: maxChunk})
 	if err != nil {
 		return err
 	}

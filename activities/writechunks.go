@@ -82,6 +82,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 				TimestampNullCount: st.TimestampNullCount, ColumnStats: st.Columns,
 			},
 			Digest: append(out.Read.MarshalBinary(), out.Written.MarshalBinary()...),
+			Taken:  out.Taken.MarshalBinary(),
 		})
 		if err != nil {
 			return res, a.classify(topic.Locator, err)

@@ -135,11 +135,11 @@ func scanChunk(row pgx.CollectableRow) (Chunk, error) {
 	return ch, err
 }
 
-// scanStagedChunk scans a row of chunkFields + ", digest".
+// scanStagedChunk scans a row of chunkFields + ", digest, taken".
 func scanStagedChunk(row pgx.CollectableRow) (StagedChunk, error) {
 	var s StagedChunk
 	var stats []byte
-	if err := row.Scan(append(chunkDest(&s.Chunk, &stats), &s.Digest)...); err != nil {
+	if err := row.Scan(append(chunkDest(&s.Chunk, &stats), &s.Digest, &s.Taken)...); err != nil {
 		return StagedChunk{}, err
 	}
 	var err error

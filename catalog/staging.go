@@ -111,18 +111,22 @@ func (c *Catalog) StageChunk(ctx context.Context, fencingToken string, s StagedC
 	if len(s.Digest) == 0 {
 		return fmt.Errorf("catalog: %s: empty digest: %w", what, ErrInvalid)
 	}
+	taken := s.Taken
+	if taken == nil {
+		taken = []byte{}
+	}
 	err = c.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := checkLease(ctx, tx, s.TopicID, fencingToken, false); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `
-			INSERT INTO staged_chunks (`+chunkFields+`, fencing_token, digest) VALUES (`+chunkFieldParams+`, $11, $12)
+			INSERT INTO staged_chunks (`+chunkFields+`, fencing_token, digest, taken) VALUES (`+chunkFieldParams+`, $11, $12, $13)
 			ON CONFLICT (topic_id, fencing_token, ordinal) DO UPDATE SET
 				object_key = EXCLUDED.object_key, size_bytes = EXCLUDED.size_bytes, row_count = EXCLUDED.row_count,
 				arrow_size_bytes = EXCLUDED.arrow_size_bytes, min_timestamp_ns = EXCLUDED.min_timestamp_ns,
 				max_timestamp_ns = EXCLUDED.max_timestamp_ns, timestamp_null_count = EXCLUDED.timestamp_null_count,
-				column_stats = EXCLUDED.column_stats, digest = EXCLUDED.digest`,
-			append(args, fencingToken, s.Digest)...)
+				column_stats = EXCLUDED.column_stats, digest = EXCLUDED.digest, taken = EXCLUDED.taken`,
+			append(args, fencingToken, s.Digest, taken)...)
 		if pgErrorCode(err) == sqlstateForeignKeyViolation {
 			return fmt.Errorf("no plan saved by this run: %w", ErrNotFound)
 		}
@@ -140,7 +144,7 @@ func (c *Catalog) StagedChunks(ctx context.Context, topicID int64, fencingToken 
 }
 
 func stagedChunksOf(ctx context.Context, q querier, topicID int64, fencingToken string) ([]StagedChunk, error) {
-	rows, _ := q.Query(ctx, `SELECT `+chunkFields+`, digest FROM staged_chunks
+	rows, _ := q.Query(ctx, `SELECT `+chunkFields+`, digest, taken FROM staged_chunks
 		WHERE topic_id = $1 AND fencing_token = $2 ORDER BY ordinal`, topicID, fencingToken)
 	staged, err := pgx.CollectRows(rows, scanStagedChunk)
 	if err != nil {

@@ -108,6 +108,9 @@ type PlanRecord struct {
 type StagedChunk struct {
 	Chunk         // TopicID, Ordinal, ObjectKey, sizes and stats of the new chunk (ID unused)
 	Digest []byte // order-independent content digest of the chunk's rows (package verify)
+	// Taken records which stored rows of which input chunks the chunk took (package verify's
+	// encoding); empty for a chunk without rows.
+	Taken []byte
 }
 
 // CommitResult says what Commit did.

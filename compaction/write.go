@@ -29,6 +29,8 @@ type OutputResult struct {
 	// Read is the digest of the input rows merged into the chunk, as decoded from the inputs;
 	// Written the digest of the rows handed to the Parquet encoder.
 	Read, Written verify.Digest
+	// Taken is which stored rows of which input chunks the merge emitted into the chunk.
+	Taken verify.Taken
 }
 
 // Inputs resolves plan inputs to object keys for WriteOutput.
@@ -50,7 +52,7 @@ func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 // overwritten if it exists; on error the upload is aborted. After closing, the chunk's footer is
 // read back and its Arrow schema must equal schema verbatim.
 func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, schema *arrow.Schema, progress func(rows int64)) (OutputResult, error) {
-	res := OutputResult{Key: key}
+	res := OutputResult{Key: key, Taken: verify.Taken{}}
 	mem := in.Mem
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -121,8 +123,9 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 		r := merge.Range{Lo: o.Lo, Hi: o.Hi, Inputs: o.Inputs}
 		for _, i := range o.Inputs {
 			r.First = append(r.First, in.Plan.Inputs[i].First)
+			r.ChunkIDs = append(r.ChunkIDs, in.Plan.Inputs[i].ChunkID)
 		}
-		if err := merge.Merge(gctx, r, in.open, col.add, &res.Read); err != nil {
+		if err := merge.Merge(gctx, r, in.open, col.add, &res.Read, res.Taken); err != nil {
 			return err
 		}
 		return col.flush()

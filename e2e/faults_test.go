@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,4 +122,40 @@ func TestWorkerKilledDuringWriteChunks(t *testing.T) {
 	}
 	e.checkOptimized(t, before, maxChunk)
 	e.queueEmpty(t)
+}
+
+// TestBoundaryFaultFailsTheTopic runs a pass with an off-by-one injected at a key range boundary
+// of the merge (faults.MergeShiftRange, acting in the in-process worker): one output takes its
+// range one row early from one input chunk, so a row is written twice and another not at all
+// while every row count and per-output digest agrees. The commit refuses it: the run reports
+// the topic failed with the input chunk the fault acted on, the topic is left exactly as it was
+// and the run left nothing in the store.
+func TestBoundaryFaultFailsTheTopic(t *testing.T) {
+	e := newEnv(t)
+	s := e.ingestTopics(t, "boundary", 0)[0]
+	before := e.recordTopic(t, s.id)
+	stored := e.storeContent(t)
+	keyOf := map[string]string{}
+	for _, c := range before.chunks {
+		keyOf[fmt.Sprint(c.ID)] = c.ObjectKey
+	}
+	t.Setenv(faults.EnvVar, faults.MergeShiftRange+"=on*1")
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 8 << 10})
+	acted := faults.ActedOn(faults.MergeShiftRange)
+	if len(acted) != 1 {
+		t.Fatalf("fault %s acted on chunks %v, want exactly one", faults.MergeShiftRange, acted)
+	}
+	failures := failuresByLocator(t, res)
+	msg, failed := failures[s.locator]
+	if res.Optimized != 0 || res.Failed != 1 || !failed {
+		t.Fatalf("run result %+v, want topic %s failed", res, s.locator)
+	}
+	want := "verification failed: input chunk " + keyOf[acted[0]] + ": "
+	if !strings.Contains(msg, want) || !strings.Contains(msg, "not each of its rows") {
+		t.Fatalf("failure %q does not say %q and which rows", msg, want)
+	}
+	t.Logf("reported: %s", msg)
+	e.checkUntouched(t, before)
+	e.checkStoreAfterRun(t, stored, nil)
 }

@@ -11,3 +11,21 @@ const (
 	// OutputAlterMetadata writes an output chunk with one field metadata entry altered.
 	OutputAlterMetadata = "output.alter-metadata"
 )
+
+// Points at which the merge moves a key range's bound by one row in one input chunk, before any
+// digest is taken, so that the per-output checks all agree: an off-by-one at a range boundary
+// that only the check of every input row's positions catches (action "on", checked with
+// TriggeredOn on the input's chunk ID; each hit that acts logs the chunk ID).
+const (
+	// MergeDuplicateRow: one output also takes the row just before its range from one input
+	// chunk (which the previous output takes too): that chunk's rows are taken n+1 times.
+	MergeDuplicateRow = "merge.duplicate-boundary-row"
+	// MergeSkipRow: one output leaves out the last row of its range from one input chunk, which
+	// no output takes then; never the chunk a MergeDuplicateRow hit acted on, so that both
+	// together take one row twice and another of another chunk not at all (total rows right).
+	MergeSkipRow = "merge.skip-boundary-row"
+	// MergeShiftRange: one output takes its range one row early from one input chunk: the row
+	// before the range twice, the range's last row by no output; the chunk's row count and
+	// every total stay right.
+	MergeShiftRange = "merge.shift-boundary"
+)

@@ -25,15 +25,17 @@ var (
 	mu    sync.Mutex
 	rules map[string]*rule
 	spec  string
+	acted map[string][]string // point → objects its TriggeredOn hits acted on
 )
 
-// load parses STOREOPT_FAULTS again whenever it changed, so in-process tests can set it.
+// load parses STOREOPT_FAULTS again whenever it changed, so in-process tests can set it; the
+// record of ActedOn starts afresh then.
 func load() {
 	cur := os.Getenv(EnvVar)
 	if rules != nil && cur == spec {
 		return
 	}
-	spec, rules = cur, map[string]*rule{}
+	spec, rules, acted = cur, map[string]*rule{}, map[string][]string{}
 	for _, item := range strings.Split(cur, ";") {
 		point, action, ok := strings.Cut(strings.TrimSpace(item), "=")
 		if !ok {

@@ -28,6 +28,15 @@ type Batch struct {
 	Rows     []int64
 }
 
+// addPositions adds the stored positions of rows [from, to) to p.
+func (b *Batch) addPositions(p *verify.ChunkPositions, from, to int64) {
+	if b.Rows != nil {
+		p.AddRows(b.Rows[from:to])
+	} else {
+		p.AddRange(b.FirstRow+from, to-from)
+	}
+}
+
 func (b *Batch) key(input int, i int64) plan.Key {
 	row := b.FirstRow + i
 	if b.Rows != nil {
@@ -58,15 +67,29 @@ type Range struct {
 	Lo, Hi *plan.Key  // nil = unbounded
 	Inputs []int      // inputs that may hold rows in [Lo, Hi)
 	First  []plan.Key // First[i]: smallest key of Inputs[i]
+	// ChunkIDs[i] is the catalog chunk ID of Inputs[i]: it keys the stored positions of the rows
+	// taken from it (see Merge).
+	ChunkIDs []int64
 }
 
-// Merge emits every row of the inputs whose key lies in [r.Lo, r.Hi) in key order, and adds
-// the digest of those rows, as read from the inputs, to read. Errors of open, Next and emit are
-// returned as they are.
-func Merge(ctx context.Context, r Range, open OpenFunc, emit EmitFunc, read *verify.Digest) error {
+// Merge emits every row of the inputs whose key lies in [r.Lo, r.Hi) in key order, adds the
+// digest of those rows, as read from the inputs, to read, and adds to taken (when not nil) the
+// stored positions of the rows emitted, by input chunk ID: recorded run by run as the runs are
+// emitted, from the batches' stored row indexes, so that verification can check that every
+// input row went to exactly one output whatever the key ranges said. Errors of open, Next and
+// emit are returned as they are.
+func Merge(ctx context.Context, r Range, open OpenFunc, emit EmitFunc, read *verify.Digest, taken verify.Taken) error {
 	m := &merger{r: r, open: open, read: read}
 	defer m.close()
-	return m.run(ctx, emit)
+	if err := m.run(ctx, emit); err != nil {
+		return err
+	}
+	if taken != nil {
+		for _, c := range m.opened {
+			taken.Add(c.taken)
+		}
+	}
+	return nil
 }
 
 type cursor struct {
@@ -76,6 +99,7 @@ type cursor struct {
 	pos, end int64
 	done     bool
 	closed   bool
+	taken    verify.ChunkPositions // stored positions of the rows emitted from this input
 }
 
 // close closes c's source and drops it, so that a finished input's reader, footer and buffers
@@ -106,8 +130,9 @@ func (h *cursorHeap) Pop() any {
 }
 
 type pendingInput struct {
-	input int
-	first plan.Key
+	input   int
+	chunkID int64
+	first   plan.Key
 }
 
 type merger struct {
@@ -127,11 +152,11 @@ func (m *merger) close() {
 }
 
 func (m *merger) run(ctx context.Context, emit EmitFunc) error {
-	if len(m.r.First) != len(m.r.Inputs) {
-		return fmt.Errorf("merge: %d first keys for %d inputs", len(m.r.First), len(m.r.Inputs))
+	if len(m.r.First) != len(m.r.Inputs) || len(m.r.ChunkIDs) != len(m.r.Inputs) {
+		return fmt.Errorf("merge: %d first keys and %d chunk IDs for %d inputs", len(m.r.First), len(m.r.ChunkIDs), len(m.r.Inputs))
 	}
 	for i, in := range m.r.Inputs {
-		m.pending = append(m.pending, pendingInput{input: in, first: m.r.First[i]})
+		m.pending = append(m.pending, pendingInput{input: in, chunkID: m.r.ChunkIDs[i], first: m.r.First[i]})
 	}
 	sort.Slice(m.pending, func(i, j int) bool { return m.pending[i].first.Compare(m.pending[j].first) < 0 })
 	for {
@@ -154,6 +179,7 @@ func (m *merger) run(ctx context.Context, emit EmitFunc) error {
 		if limit != nil {
 			to = max(search(c, c.pos, c.end, *limit), c.pos+1)
 		}
+		c.b.addPositions(&c.taken, c.pos, to)
 		if err := emit(c.b.Rec, c.pos, to); err != nil {
 			return err
 		}
@@ -181,7 +207,7 @@ func (m *merger) openDue(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c := &cursor{input: p.input, src: src}
+		c := &cursor{input: p.input, src: src, taken: verify.NewChunkPositions(p.chunkID)}
 		m.opened = append(m.opened, c)
 		if err := m.load(ctx, c); err != nil {
 			return err
@@ -217,6 +243,7 @@ func (m *merger) load(ctx context.Context, c *cursor) error {
 		if m.r.Hi != nil {
 			c.end = search(c, c.pos, n, *m.r.Hi)
 		}
+		m.injectBoundaryFaults(c, n)
 		if c.pos < c.end {
 			m.hasher.AddRows(m.read, b.Rec, c.pos, c.end)
 			return nil

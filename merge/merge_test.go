@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -169,11 +170,13 @@ func (c *collect) emit(rec arrow.RecordBatch, from, to int64) error {
 	return nil
 }
 
-// expected returns the keys of all rows in [lo, hi) in key order and their digest.
-func expected(inputs []testInput, lo, hi *plan.Key) ([]plan.Key, verify.Digest) {
+// expected returns the keys of all rows in [lo, hi) in key order, their digest and their stored
+// positions by chunk ID (chunkID).
+func expected(inputs []testInput, lo, hi *plan.Key) ([]plan.Key, verify.Digest, verify.Taken) {
 	var keys []plan.Key
 	var d verify.Digest
 	var h verify.Hasher
+	taken := verify.Taken{}
 	for j, in := range inputs {
 		var rows []int64
 		for _, k := range in.keys(j) {
@@ -185,10 +188,18 @@ func expected(inputs []testInput, lo, hi *plan.Key) ([]plan.Key, verify.Digest) 
 		rec := in.record(j, rows)
 		h.AddRows(&d, rec, 0, rec.NumRows())
 		rec.Release()
+		p := verify.NewChunkPositions(chunkID(j))
+		for _, r := range rows { // one at a time: an independent way of adding them up
+			p.AddRange(r, 1)
+		}
+		taken.Add(p)
 	}
 	slices.SortFunc(keys, plan.Key.Compare)
-	return keys, d
+	return keys, d, taken
 }
+
+// chunkID is the catalog chunk ID the tests give input j.
+func chunkID(j int) int64 { return 7000 + 3*int64(j) }
 
 // fullRange lists every input with rows.
 func fullRange(inputs []testInput, lo, hi *plan.Key) Range {
@@ -200,6 +211,7 @@ func fullRange(inputs []testInput, lo, hi *plan.Key) Range {
 		keys := in.keys(j)
 		r.Inputs = append(r.Inputs, j)
 		r.First = append(r.First, slices.MinFunc(keys, plan.Key.Compare))
+		r.ChunkIDs = append(r.ChunkIDs, chunkID(j))
 	}
 	return r
 }
@@ -291,11 +303,12 @@ func TestMergeRandom(t *testing.T) {
 			lo, hi = hi, lo
 		}
 		rng := fullRange(inputs, lo, hi)
-		want, wantDigest := expected(inputs, lo, hi)
+		want, wantDigest, wantTaken := expected(inputs, lo, hi)
 		var got collect
 		var read verify.Digest
+		taken := verify.Taken{}
 		counter := &openCounter{}
-		err := Merge(ctx, rng, opener(inputs, counter), got.emit, &read)
+		err := Merge(ctx, rng, opener(inputs, counter), got.emit, &read, taken)
 		if err != nil {
 			t.Fatalf("seed %d: %v\n%s", seed, err, picture(inputs, rng))
 		}
@@ -304,6 +317,9 @@ func TestMergeRandom(t *testing.T) {
 		}
 		if read != wantDigest {
 			t.Fatalf("seed %d: read digest %s, want %s\n%s", seed, read, wantDigest, picture(inputs, rng))
+		}
+		if !maps.Equal(taken, wantTaken) {
+			t.Fatalf("seed %d: taken %v, want %v\n%s", seed, taken, wantTaken, picture(inputs, rng))
 		}
 		if counter.open != 0 || counter.closedTwice {
 			t.Fatalf("seed %d: %d sources left open, closed twice: %t", seed, counter.open, counter.closedTwice)
@@ -317,7 +333,7 @@ func TestMergeAdjacentRanges(t *testing.T) {
 	for seed := uint64(1); seed <= 100; seed++ {
 		r := rand.New(rand.NewPCG(seed, 99))
 		inputs := randomInputs(r)
-		all, total := expected(inputs, nil, nil)
+		all, total, _ := expected(inputs, nil, nil)
 		var cuts []*plan.Key
 		for range r.IntN(5) {
 			if len(all) > 0 {
@@ -328,15 +344,22 @@ func TestMergeAdjacentRanges(t *testing.T) {
 		bounds := append(append([]*plan.Key{nil}, cuts...), nil)
 		var got collect
 		var read verify.Digest
+		taken := verify.Taken{}
 		for i := 0; i+1 < len(bounds); i++ {
 			counter := &openCounter{}
-			if err := Merge(ctx, fullRange(inputs, bounds[i], bounds[i+1]), opener(inputs, counter), got.emit, &read); err != nil {
+			if err := Merge(ctx, fullRange(inputs, bounds[i], bounds[i+1]), opener(inputs, counter), got.emit, &read, taken); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if !slices.Equal(got.keys, all) || read != total {
 			t.Fatalf("seed %d: adjacent ranges merged %d rows (digest %s), want %d (%s)\n%s",
 				seed, len(got.keys), read, len(all), total, picture(inputs, fullRange(inputs, nil, nil)))
+		}
+		// Together the ranges took each input's stored rows 0..n-1 exactly once.
+		for j, in := range inputs {
+			if want := verify.AllPositions(chunkID(j), int64(len(in.ts))); taken[chunkID(j)] != want {
+				t.Fatalf("seed %d: input %d: taken %+v, want rows 0..%d %+v", seed, j, taken[chunkID(j)], len(in.ts)-1, want)
+			}
 		}
 	}
 }
@@ -355,7 +378,7 @@ func TestMergeOpensLazily(t *testing.T) {
 	var got collect
 	var read verify.Digest
 	rng := fullRange(inputs, nil, nil)
-	if err := Merge(context.Background(), rng, opener(inputs, counter), got.emit, &read); err != nil {
+	if err := Merge(context.Background(), rng, opener(inputs, counter), got.emit, &read, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.keys) != 500 || counter.opened != 50 {
@@ -369,7 +392,7 @@ func TestMergeOpensLazily(t *testing.T) {
 	lo, hi := &plan.Key{Ts: 200}, &plan.Key{Ts: 230}
 	rng = fullRange(inputs, lo, hi)
 	got = collect{}
-	if err := Merge(context.Background(), rng, opener(inputs, counter), got.emit, &read); err != nil {
+	if err := Merge(context.Background(), rng, opener(inputs, counter), got.emit, &read, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.keys) != 30 || counter.maxOpen > 2 || counter.open != 0 {
@@ -388,7 +411,7 @@ func TestMergeErrors(t *testing.T) {
 
 	errOpen := errors.New("no such chunk")
 	failOpen := func(ctx context.Context, input int) (Source, error) { return nil, errOpen }
-	if err := Merge(ctx, rng, failOpen, (&collect{}).emit, &read); !errors.Is(err, errOpen) {
+	if err := Merge(ctx, rng, failOpen, (&collect{}).emit, &read, nil); !errors.Is(err, errOpen) {
 		t.Errorf("open error: %v", err)
 	}
 
@@ -400,7 +423,7 @@ func TestMergeErrors(t *testing.T) {
 		}
 		return s, err
 	}
-	if err := Merge(ctx, rng, failNext, (&collect{}).emit, &read); !errors.Is(err, errNext) {
+	if err := Merge(ctx, rng, failNext, (&collect{}).emit, &read, nil); !errors.Is(err, errNext) {
 		t.Errorf("Next error: %v", err)
 	}
 	if counter.open != 0 {
@@ -410,7 +433,7 @@ func TestMergeErrors(t *testing.T) {
 	errEmit := errors.New("writer full")
 	counter = &openCounter{}
 	failEmit := func(arrow.RecordBatch, int64, int64) error { return errEmit }
-	if err := Merge(ctx, rng, opener(inputs, counter), failEmit, &read); !errors.Is(err, errEmit) {
+	if err := Merge(ctx, rng, opener(inputs, counter), failEmit, &read, nil); !errors.Is(err, errEmit) {
 		t.Errorf("emit error: %v", err)
 	}
 	if counter.open != 0 {
@@ -420,13 +443,18 @@ func TestMergeErrors(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	counter = &openCounter{}
-	if err := Merge(cctx, rng, opener(inputs, counter), (&collect{}).emit, &read); !errors.Is(err, context.Canceled) {
+	if err := Merge(cctx, rng, opener(inputs, counter), (&collect{}).emit, &read, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
 
 	bad := rng
 	bad.First = bad.First[:1]
-	if err := Merge(ctx, bad, opener(inputs, &openCounter{}), (&collect{}).emit, &read); err == nil {
+	if err := Merge(ctx, bad, opener(inputs, &openCounter{}), (&collect{}).emit, &read, nil); err == nil {
 		t.Errorf("first keys of the wrong length accepted")
+	}
+	bad = rng
+	bad.ChunkIDs = nil
+	if err := Merge(ctx, bad, opener(inputs, &openCounter{}), (&collect{}).emit, &read, nil); err == nil {
+		t.Errorf("chunk IDs of the wrong length accepted")
 	}
 }

@@ -20,6 +20,8 @@ type OutputFacts struct {
 	MinTs, MaxTs   *int64 // nil when the chunk has no non-null timestamp
 	// Read is the digest of the input rows merged into the chunk, Written of the rows encoded.
 	Read, Written Digest
+	// Taken is which stored rows of which input chunks the chunk took.
+	Taken Taken
 }
 
 // Expected are the facts of all input rows (from the plan).
@@ -28,22 +30,24 @@ type Expected struct {
 	Rows           int64
 	TimestampNulls int64
 	MinTs, MaxTs   *int64
+	// Inputs are the planned input chunks; their rows add up to Rows.
+	Inputs []InputChunk
 }
 
 // Check compares the outputs of an optimization with its inputs: one output per planned chunk in
 // ordinal order; total rows, null timestamps and min/max timestamp equal to the inputs'; each
 // output's read and written digests equal (no row lost, duplicated or changed between decoding
 // and encoding); chunks globally ordered (each chunk's timestamps not before the previous
-// chunk's, null timestamps only at the end). Returns a *MismatchError naming the first
-// difference.
+// chunk's, null timestamps only at the end); and, independently of how the plan and the merge
+// routed rows to outputs, every row of every planned input chunk taken by exactly one output
+// (each output's Taken adds up to its rows; the Taken of all outputs add up, per input chunk,
+// to its rows 0..n-1: a row routed to two outputs and another to none is caught here, though
+// every count above still agrees). Returns a *MismatchError naming the first difference (for
+// input rows: the input chunks' object keys with the rows they hold and the rows taken).
 func Check(want Expected, outs []OutputFacts) error {
 	if len(outs) != want.Outputs {
 		return mismatch("%d output chunks staged, %d planned", len(outs), want.Outputs)
 	}
-	var rows, nulls int64
-	var read, written Digest
-	var minTs, maxTs *int64
-	seenNull := false
 	for i, o := range outs {
 		if o.Ordinal != i {
 			return mismatch("output chunk %d missing (found ordinal %d in its place)", i, o.Ordinal)
@@ -54,6 +58,26 @@ func Check(want Expected, outs []OutputFacts) error {
 		if o.Read != o.Written {
 			return mismatch("output chunk %d: content digest of rows read %s differs from rows written %s", i, o.Read, o.Written)
 		}
+		if n := o.Taken.Rows(); n != o.Rows {
+			return mismatch("output chunk %d: %d rows, but %d taken from its input chunks", i, o.Rows, n)
+		}
+	}
+	// Which input rows went where comes before the order of the outputs: a row routed to the
+	// wrong output usually breaks the order too, and this names the input chunk.
+	var inputRows int64
+	for _, in := range want.Inputs {
+		inputRows += in.Rows
+	}
+	if inputRows != want.Rows {
+		return mismatch("the plan's %d input chunks hold %d rows, its totals say %d", len(want.Inputs), inputRows, want.Rows)
+	}
+	if err := checkTaken(want.Inputs, outs); err != nil {
+		return err
+	}
+	var rows, nulls int64
+	var minTs, maxTs *int64
+	seenNull := false
+	for i, o := range outs {
 		if seenNull && o.Rows != o.TimestampNulls {
 			return mismatch("output chunk %d has non-null timestamps after a chunk with null timestamps", i)
 		}
@@ -69,8 +93,6 @@ func Check(want Expected, outs []OutputFacts) error {
 		seenNull = seenNull || o.TimestampNulls > 0
 		rows += o.Rows
 		nulls += o.TimestampNulls
-		read.Add(o.Read)
-		written.Add(o.Written)
 	}
 	if rows != want.Rows {
 		return mismatch("%d rows written, %d in the input chunks", rows, want.Rows)
