@@ -66,19 +66,11 @@ func (a *Activities) MarkPrefixes(ctx context.Context, in MarkPrefixesInput) (Ma
 	p := markProgress{PageToken: blob.FirstPageToken}
 	resumeFrom(ctx, &p)
 	for {
-		objs, next, err := a.Bucket.ListPage(ctx, p.PageToken, pageSize, &blob.ListOptions{Delimiter: "/"})
+		prefixes, ignored, next, err := a.listDataPrefixes(ctx, p.PageToken, pageSize)
 		if err != nil {
-			return p.Result, fmt.Errorf("cleanup: list top-level prefixes of the store: %w", err)
+			return p.Result, err
 		}
-		var prefixes []string
-		for _, o := range objs {
-			prefix, isDir := strings.CutSuffix(o.Key, "/")
-			if !o.IsDir || !isDir || store.CheckPrefix(prefix) != nil {
-				p.Result.Ignored++
-				continue
-			}
-			prefixes = append(prefixes, prefix)
-		}
+		p.Result.Ignored += ignored
 		if len(prefixes) > 0 {
 			res, err := a.Catalog.MarkUnreferenced(ctx, prefixes)
 			if err != nil {
@@ -100,6 +92,25 @@ func (a *Activities) MarkPrefixes(ctx context.Context, in MarkPrefixesInput) (Ma
 		"marked", p.Result.Marked, "unmarked", p.Result.Unmarked, "pending", p.Result.Pending,
 		"ignored", p.Result.Ignored)
 	return p.Result, nil
+}
+
+// listDataPrefixes lists one page of the store's top-level entries (delimiter "/") from
+// pageToken and returns the "tp_<ULID>" prefixes among them (without the "/"), how many other
+// entries it ignored, and the next page's token (empty after the last page).
+func (a *Activities) listDataPrefixes(ctx context.Context, pageToken []byte, pageSize int) (prefixes []string, ignored int, next []byte, err error) {
+	objs, next, err := a.Bucket.ListPage(ctx, pageToken, pageSize, &blob.ListOptions{Delimiter: "/"})
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("cleanup: list top-level prefixes of the store: %w", err)
+	}
+	for _, o := range objs {
+		prefix, isDir := strings.CutSuffix(o.Key, "/")
+		if !o.IsDir || !isDir || store.CheckPrefix(prefix) != nil {
+			ignored++
+			continue
+		}
+		prefixes = append(prefixes, prefix)
+	}
+	return prefixes, ignored, next, nil
 }
 
 // DeleteMarkedPrefixesInput is the input of DeleteMarkedPrefixes.

@@ -2,10 +2,14 @@ package activities_test
 
 import (
 	"context"
+	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gocloud.dev/blob/memblob"
 
 	"github.com/storeopt/storeopt/activities"
 	"github.com/storeopt/storeopt/ingest"
@@ -110,4 +114,57 @@ func TestReleaseCountsInputFailures(t *testing.T) {
 	require.Equal(t, ts[0].Locator, q.Locator)
 	require.Equal(t, 3, q.Failures)
 	require.Equal(t, activities.ErrTypeInput+": topic acts/imu: chunk tp_X/data/00001.parquet: not a Parquet file", q.Reason)
+}
+
+// TestDeleteTempFiles: temporary files of unfinished writes are deleted once older than the
+// retention, in a topic's current prefix as in an orphan one; younger ones, and those under a
+// live lease's fresh prefix, are kept; objects and entries outside "tp_<ULID>/" prefixes are
+// never touched. A store other than file:// has none.
+func TestDeleteTempFiles(t *testing.T) {
+	a, ts := setup(t, 0, smallTopic())
+	ctx := activities.WithRun(context.Background(), "test-owner", "run-live")
+	topic, err := a.Catalog.Topic(ctx, ts[0].TopicID)
+	require.NoError(t, err)
+	lease, err := a.Lease(ctx, activities.LeaseInput{TopicID: ts[0].TopicID})
+	require.NoError(t, err)
+	u, err := url.Parse(a.StoreURL)
+	require.NoError(t, err)
+	orphan := store.NewPrefix()
+	old := time.Now().Add(-2 * time.Hour)
+	put := func(key string, modified time.Time) string {
+		path := filepath.Join(u.Path, filepath.FromSlash(key))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte("partial"), 0o644))
+		require.NoError(t, os.Chtimes(path, modified, modified))
+		return key
+	}
+	stale := put(store.ChunkKey(topic.DataPrefix, 0)+".18ece603137b8b02.tmp", old)
+	orphaned := put(store.ChunkKey(orphan, 3)+".18ece603137b8b03.tmp", old)
+	young := put(store.MetadataKey(topic.DataPrefix)+".18ece603137b8b04.tmp", time.Now())
+	inFlight := put(store.ChunkKey(lease.FreshPrefix, 0)+".18ece603137b8b05.tmp", old)
+	outside := put("other/x.18ece603137b8b06.tmp", old)
+	notTemp := put(store.ChunkKey(orphan, 4)+".tmp", old)
+
+	res, err := a.DeleteTempFiles(ctx, activities.DeleteTempFilesInput{RetentionDuration: time.Hour, PageSize: 1})
+	require.NoError(t, err)
+	require.Equal(t, activities.DeleteTempFilesResult{Found: 4, Deleted: 2, Pending: 1, InFlight: 1}, res)
+	require.False(t, exists(t, a, stale))
+	require.False(t, exists(t, a, orphaned))
+	for _, k := range []string{young, inFlight, outside, notTemp, store.ChunkKey(topic.DataPrefix, 0), store.MetadataKey(topic.DataPrefix)} {
+		require.True(t, exists(t, a, k), "%s deleted", k)
+	}
+
+	res, err = a.DeleteTempFiles(ctx, activities.DeleteTempFilesInput{})
+	require.NoError(t, err)
+	require.Equal(t, activities.DeleteTempFilesResult{Found: 2, Deleted: 1, InFlight: 1}, res, "retention 0: any age")
+	require.False(t, exists(t, a, young))
+
+	mem := &activities.Activities{Catalog: a.Catalog, Bucket: memblob.OpenBucket(nil)}
+	require.NoError(t, mem.Bucket.WriteAll(ctx, store.ChunkKey(orphan, 0)+".18ece603137b8b07.tmp", []byte("x"), nil))
+	res, err = mem.DeleteTempFiles(ctx, activities.DeleteTempFilesInput{})
+	require.NoError(t, err)
+	require.Equal(t, activities.DeleteTempFilesResult{}, res, "only file:// stores leave temporary files")
+
+	_, err = a.DeleteTempFiles(ctx, activities.DeleteTempFilesInput{RetentionDuration: -time.Second})
+	require.ErrorContains(t, err, "negative")
 }

@@ -144,7 +144,8 @@ func upsertSchedule(ctx context.Context, c client.Client, id string, spec client
 }
 
 // WriteCleanupSummary writes the report of a finished cleanup pass: the retention, the counts of
-// prefixes by outcome, then one line per deletion error.
+// prefixes by outcome and of temporary files of unfinished writes, then one line per deletion
+// error.
 func WriteCleanupSummary(w io.Writer, workflowID string, res workflows.CleanupResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "cleanup\t%s\n", workflowID)
@@ -156,6 +157,10 @@ func WriteCleanupSummary(w io.Writer, workflowID string, res workflows.CleanupRe
 	fmt.Fprintf(tw, "pending\t%d\n", res.Pending)
 	fmt.Fprintf(tw, "deleted\t%d (%d objects)\n", res.Deleted, res.DeletedObjects)
 	fmt.Fprintf(tw, "delete failed\t%d\n", res.DeleteFailed)
+	if res.TempFiles > 0 {
+		fmt.Fprintf(tw, "temp files\t%d found, %d deleted, %d failed (left by unfinished file:// writes; younger ones wait for the retention)\n",
+			res.TempFiles, res.TempFilesDeleted, res.TempFilesFailed)
+	}
 	if res.Ignored > 0 {
 		fmt.Fprintf(tw, "ignored\t%d (top-level entries that are not tp_<ULID>/ prefixes)\n", res.Ignored)
 	}
@@ -169,8 +174,8 @@ func WriteCleanupSummary(w io.Writer, workflowID string, res workflows.CleanupRe
 	for _, e := range res.Errors {
 		fmt.Fprintln(w, oneLine(e))
 	}
-	if res.DeleteFailed > len(res.Errors) {
-		fmt.Fprintf(w, "… %d more (see the worker log)\n", res.DeleteFailed-len(res.Errors))
+	if more := res.DeleteFailed + res.TempFilesFailed - len(res.Errors); more > 0 {
+		fmt.Fprintf(w, "… %d more (see the worker log)\n", more)
 	}
 	return nil
 }

@@ -83,6 +83,18 @@ func (c *Catalog) MarkUnreferenced(ctx context.Context, prefixes []string) (Mark
 	return res, nil
 }
 
+// LeasedPrefixes returns which of prefixes are the fresh prefix of a live lease (a queue row):
+// an optimization may be writing under them right now.
+func (c *Catalog) LeasedPrefixes(ctx context.Context, prefixes []string) (map[string]bool, error) {
+	rows, _ := c.Pool.Query(ctx, `SELECT fresh_prefix FROM optimization_queue WHERE fresh_prefix = ANY($1)`, prefixes)
+	leased := map[string]bool{}
+	var p string
+	if _, err := pgx.ForEachRow(rows, []any{&p}, func() error { leased[p] = true; return nil }); err != nil {
+		return nil, fmt.Errorf("catalog: leased prefixes: %w", err)
+	}
+	return leased, nil
+}
+
 // CleanupMark is one row of cleanup_marks.
 type CleanupMark struct {
 	Prefix   string    // "tp_<ULID>"

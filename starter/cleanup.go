@@ -13,9 +13,9 @@ import (
 	"github.com/storeopt/storeopt/workflows"
 )
 
-// errDeleteFailed is returned by a cleanup pass in which at least one prefix could not be
-// deleted (exit status 1).
-var errDeleteFailed = errors.New("some prefixes could not be deleted")
+// errDeleteFailed is returned by a cleanup pass in which at least one prefix or temporary file
+// could not be deleted (exit status 1).
+var errDeleteFailed = errors.New("some prefixes or temporary files could not be deleted")
 
 func newCleanupCommand(e *env) *cobra.Command {
 	var (
@@ -27,14 +27,17 @@ func newCleanupCommand(e *env) *cobra.Command {
 		Use:   "cleanup",
 		Short: "Delete unreferenced data prefixes after a retention period, once or on a schedule",
 		Long: `Without --time-interval or --cron: start one CleanupWorkflow pass ("storeopt-cleanup-<ULID>"),
-wait for it and print a report. Exit status 1 when a prefix could not be deleted.
+wait for it and print a report. Exit status 1 when a prefix or temporary file could not be deleted.
 
 A pass lists every top-level tp_<ULID>/ prefix of the store. A prefix that a topic (its data
 prefix), a running optimization (its lease's fresh prefix) or a plan references is kept. An
 unreferenced prefix is marked the first time a pass sees it; a marked prefix referenced again is
 unmarked; a prefix marked at least --retention-duration seconds ago (catalog database clock) is
 checked again and its objects deleted. The old prefix of an optimized topic thus survives one
-retention period, so readers that resolved it just before the switch keep working.
+retention period, so readers that resolved it just before the switch keep working. In a file://
+store, temporary files that killed writes left behind (<key>.<random>.tmp) are deleted once
+they were last written --retention-duration seconds ago, also inside referenced prefixes (never
+under a running optimization's fresh prefix).
 
 With --time-interval SECONDS (> 0) or --cron EXPR: create the Temporal Schedule
 "` + app.CleanupScheduleID + `" (or update it when it exists) to run passes with this retention
@@ -58,7 +61,7 @@ periodically; a pass still going when the next one is due makes the schedule ski
 				wait:    app.WaitCleanup,
 				summary: app.WriteCleanupSummary,
 				failed: func(res workflows.CleanupResult) error {
-					if res.DeleteFailed > 0 {
+					if res.DeleteFailed > 0 || res.TempFilesFailed > 0 {
 						return errDeleteFailed
 					}
 					return nil

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"net/url"
+	"os"
 	"regexp"
 
 	"gocloud.dev/blob"
@@ -40,3 +41,10 @@ var tempKeyRE = regexp.MustCompile(`\.[0-9a-f]+\.tmp$`)
 // leftover of a writer that was killed. Such a key is never a chunk or metadata; the cleanup
 // routine deletes leftovers older than the retention period.
 func IsTempKey(key string) bool { return tempKeyRE.MatchString(key) }
+
+// IsFileStore reports whether b is a file:// store (fileblob) whose directory exists: the only
+// kind of store whose writes leave temporary files behind when they are killed.
+func IsFileStore(b *blob.Bucket) bool {
+	var fi os.FileInfo
+	return b.As(&fi)
+}

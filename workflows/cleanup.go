@@ -16,9 +16,14 @@ const DefaultRetentionDuration = 24 * time.Hour
 
 // Steps of a cleanup, as the progress query reports them.
 const (
-	cleanupStepMark   = "mark"
-	cleanupStepDelete = "delete"
+	cleanupStepMark      = "mark"
+	cleanupStepDelete    = "delete"
+	cleanupStepTempFiles = "temp-files"
 )
+
+// cleanupTempFilesChange is the workflow.GetVersion change ID of the DeleteTempFiles step:
+// passes recorded before it have no such step.
+const cleanupTempFilesChange = "cleanup-temp-files"
 
 // CleanupInput is the input of CleanupWorkflow.
 type CleanupInput struct {
@@ -48,14 +53,22 @@ type CleanupResult struct {
 	Deleted           int           // prefixes whose objects were deleted
 	DeletedObjects    int           // objects deleted
 	DeleteFailed      int           // prefixes whose deletion failed (retried by the next pass)
-	Errors            []string      // the first deletion errors (at most activities.MaxCleanupErrors)
+	// Temporary files of unfinished file:// writes ("<key>.<random>.tmp", left by killed
+	// writers) found inside prefixes, deleted (older than the retention, outside live leases),
+	// and those the store refused to delete (retried by the next pass).
+	TempFiles        int
+	TempFilesDeleted int
+	TempFilesFailed  int
+	Errors           []string // the first deletion errors (at most activities.MaxCleanupErrors)
 }
 
 // CleanupWorkflow is one pass of the cleanup routine: MarkPrefixes lists every top-level
 // "tp_<ULID>/" prefix of the store and marks those nothing in the catalog references (a topic's
 // data prefix, a live lease's or a plan's fresh prefix), unmarking those referenced again; then
 // DeleteMarkedPrefixes deletes the objects of every prefix marked at least RetentionDuration ago
-// that is still unreferenced, deciding each one in a catalog transaction. The old prefix of an
+// that is still unreferenced, deciding each one in a catalog transaction; last, DeleteTempFiles
+// deletes the temporary files that killed writes left in a file:// store (also in referenced
+// prefixes, never under a live lease) once they are RetentionDuration old. The old prefix of an
 // optimized topic is thus deleted one retention period after the first pass that sees it
 // unreferenced, so readers that resolved it just before the switch keep working.
 //
@@ -64,7 +77,7 @@ type CleanupResult struct {
 // and left marked for the next pass; the workflow fails only when an activity fails after its
 // retries, or with a non-retryable activities.ErrTypeInput error for a negative retention.
 //
-// Queries: ProgressQuery returns the current step ("mark", "delete", "done").
+// Queries: ProgressQuery returns the current step ("mark", "delete", "temp-files", "done").
 func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, error) {
 	retention := DefaultRetentionDuration
 	if in.RetentionDuration != nil {
@@ -102,10 +115,22 @@ func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, erro
 	res.Deleted, res.DeletedObjects = deleted.Deleted, deleted.DeletedObjects
 	res.DeleteFailed, res.Errors = deleted.DeleteFailed, deleted.Errors
 
+	if workflow.GetVersion(ctx, cleanupTempFilesChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		step = cleanupStepTempFiles
+		var temp activities.DeleteTempFilesResult
+		if err := workflow.ExecuteActivity(actx, a.DeleteTempFiles, activities.DeleteTempFilesInput{
+			RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &temp); err != nil {
+			return res, err
+		}
+		res.TempFiles, res.TempFilesDeleted, res.TempFilesFailed = temp.Found, temp.Deleted, temp.Failed
+		res.Errors = append(res.Errors, temp.Errors[:min(len(temp.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
+	}
+
 	step = stepDone
 	logger.Info("Cleanup finished", "RetentionDuration", retention, "Prefixes", res.Prefixes,
 		"Referenced", res.Referenced, "Marked", res.Marked, "Unmarked", res.Unmarked, "Pending", res.Pending,
-		"Deleted", res.Deleted, "DeletedObjects", res.DeletedObjects, "DeleteFailed", res.DeleteFailed)
+		"Deleted", res.Deleted, "DeletedObjects", res.DeletedObjects, "DeleteFailed", res.DeleteFailed,
+		"TempFiles", res.TempFiles, "TempFilesDeleted", res.TempFilesDeleted, "TempFilesFailed", res.TempFilesFailed)
 	for _, e := range res.Errors {
 		logger.Warn("Prefix not deleted", "Error", e)
 	}

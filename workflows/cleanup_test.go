@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -26,6 +27,14 @@ func runCleanup(t *testing.T, in CleanupInput, deleted activities.DeleteMarkedPr
 			got = in.RetentionDuration
 			return deleted, nil
 		}).Maybe()
+	env.OnActivity(a.DeleteTempFiles, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DeleteTempFilesInput) (activities.DeleteTempFilesResult, error) {
+			if in.RetentionDuration != got {
+				return activities.DeleteTempFilesResult{}, fmt.Errorf("DeleteTempFiles: retention %s, DeleteMarkedPrefixes %s", in.RetentionDuration, got)
+			}
+			return activities.DeleteTempFilesResult{Found: 4, Deleted: 2, Pending: 1, Failed: 1,
+				Errors: []string{"temporary file tp_Y/data/00000.parquet.1f.tmp: permission denied"}}, nil
+		}).Maybe()
 	env.ExecuteWorkflow(CleanupWorkflow, in)
 	require.True(t, env.IsWorkflowCompleted())
 	var res CleanupResult
@@ -43,7 +52,8 @@ func TestCleanupWorkflowCombinesCounts(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, retention, "0 deletes at once")
 	require.Equal(t, CleanupResult{Prefixes: 10, Referenced: 6, Marked: 2, Unmarked: 2, Ignored: 1,
-		Deleted: 3, DeletedObjects: 40, DeleteFailed: 1, Errors: []string{"prefix tp_X: permission denied"}}, res)
+		Deleted: 3, DeletedObjects: 40, DeleteFailed: 1, TempFiles: 4, TempFilesDeleted: 2, TempFilesFailed: 1,
+		Errors: []string{"prefix tp_X: permission denied", "temporary file tp_Y/data/00000.parquet.1f.tmp: permission denied"}}, res)
 }
 
 func TestCleanupWorkflowRetention(t *testing.T) {
