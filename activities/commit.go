@@ -3,19 +3,22 @@ package activities
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/faults"
+	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/verify"
 )
 
 // Commit copies the topic's metadata.json byte for byte into the fresh prefix, verifies the
 // staged output against the plan (DESIGN.md rule 6: rows, null timestamps, timestamp range,
-// content digests, global order, every object present with its recorded size, every planned
-// input chunk's rows taken by exactly one output) and switches the
+// content digests, every output's footer equal to the inputs', global order, every object
+// present with its recorded size, every planned input chunk's rows taken by exactly one output)
+// and switches the
 // topic in one catalog transaction that also checks the lease and the planned chunk set (rule 4).
 // A retry after a successful commit returns AlreadyCommitted and changes nothing. Errors:
 // ErrTypeVerification, ErrTypeLeaseLost, ErrTypeChunkSetChanged; the topic is unchanged after any.
@@ -55,8 +58,9 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 // verifyStaged is the verification run inside the commit transaction.
 func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, staged []catalog.StagedChunk, res *CommitResult) error {
 	var p struct {
-		Outputs []json.RawMessage `json:"outputs"`
-		Inputs  []struct {
+		Outputs  []json.RawMessage `json:"outputs"`
+		FooterID string            `json:"footer_id"`
+		Inputs   []struct {
 			ChunkID   int64  `json:"chunk_id"`
 			ObjectKey string `json:"key"`
 			Rows      int64  `json:"rows"`
@@ -74,14 +78,14 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 	}
 	facts := make([]verify.OutputFacts, len(staged))
 	for i, s := range staged {
-		if len(s.Digest) != 32 {
+		if len(s.Digest) != 32+parquetio.FingerprintBytes {
 			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d has a digest of %d bytes", s.Ordinal, len(s.Digest))}
 		}
 		read, err := verify.UnmarshalDigest(s.Digest[:16])
 		if err != nil {
 			return err
 		}
-		written, err := verify.UnmarshalDigest(s.Digest[16:])
+		written, err := verify.UnmarshalDigest(s.Digest[16:32])
 		if err != nil {
 			return err
 		}
@@ -90,7 +94,7 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d: %v", s.Ordinal, err)}
 		}
 		facts[i] = verify.OutputFacts{Ordinal: s.Ordinal, Rows: s.RowCount, TimestampNulls: s.TimestampNullCount,
-			MinTs: s.MinTimestampNs, MaxTs: s.MaxTimestampNs, Read: read, Written: written, Taken: taken}
+			MinTs: s.MinTimestampNs, MaxTs: s.MaxTimestampNs, Read: read, Written: written, Taken: taken, Footer: s.Digest[32:]}
 		if err := store.CheckKey(rec.FreshPrefix, s.ObjectKey); err != nil {
 			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d: %v", s.Ordinal, err)}
 		}
@@ -112,7 +116,11 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 		res.InputBytes += in.SizeBytes
 		inputs[i] = verify.InputChunk{ID: in.ChunkID, Key: in.ObjectKey, Rows: in.Rows}
 	}
-	return verify.Check(verify.Expected{Outputs: len(p.Outputs), Rows: p.Totals.Rows,
+	footer, err := hex.DecodeString(p.FooterID)
+	if err != nil || len(footer) != parquetio.FingerprintBytes {
+		return &verify.MismatchError{What: fmt.Sprintf("stored plan has no valid footer ID (%q)", p.FooterID)}
+	}
+	return verify.Check(verify.Expected{Outputs: len(p.Outputs), Rows: p.Totals.Rows, Footer: footer,
 		TimestampNulls: p.Totals.TimestampNulls, MinTs: p.Totals.MinTs, MaxTs: p.Totals.MaxTs, Inputs: inputs}, facts)
 }
 

@@ -26,8 +26,8 @@ const maxPlanSamples = 256 << 10
 const scanParallelism = 2
 
 // ReadSort reads the footer and the timestamp_ns column of every input chunk (never the other
-// columns), checks that all chunks share one schema with identical metadata and agree with their
-// catalog rows, computes the plan and stores it in the catalog under the calling run's lease.
+// columns), checks that all chunks share one footer (Parquet schema elements and key/value pairs,
+// ARROW:schema included: parquetio.Footer) and agree with their catalog rows, computes the plan and stores it in the catalog under the calling run's lease.
 // Heartbeats report the number of chunks scanned. Errors: ErrTypeInput for bad chunks (naming
 // the chunk's object key and the cause), no chunks, no rows, or a missing metadata.json;
 // ErrTypeLeaseLost when the run no longer holds the lease.
@@ -93,9 +93,11 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	}
 	step := max(int64(1), (catalogRows+maxPlanSamples-1)/maxPlanSamples)
 
-	// Chunk 0 is scanned first: every other chunk's schema is compared with it as soon as it is
-	// read, and only chunk 0 keeps its schema (thousands of deserialized schemas and raw
-	// ARROW:schema strings were most of ReadSort's memory for large topics).
+	// Chunk 0 is scanned first: every other chunk's footer is compared with it as soon as it is
+	// read, and only chunk 0 keeps its footer (thousands of footers were most of ReadSort's
+	// memory for large topics). Footers must be equal, per-file pairs included: a pair whose
+	// value differs between chunks (a GeoParquet bbox, a writer's timestamp) cannot be kept
+	// verbatim in a merged chunk, so the topic is refused rather than the pair dropped.
 	scans := make([]compaction.Scan, len(chunks))
 	var done atomic.Int64
 	scan := func(ctx context.Context, i int) error {
@@ -114,11 +116,11 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 				Err: fmt.Errorf("file has %d rows, catalog says %d", s.Rows, c.RowCount)}
 		}
 		if i > 0 {
-			if s.SchemaID != scans[0].SchemaID {
+			if s.Footer.ID != scans[0].Footer.ID {
 				return &compaction.ChunkError{Key: c.ObjectKey, Err: fmt.Errorf(
-					"schema differs from chunk %s: %s", chunks[0].ObjectKey, parquetio.FirstDifference(scans[0].Schema, s.Schema))}
+					"footer differs from chunk %s: %s", chunks[0].ObjectKey, parquetio.FirstFooterDifference(scans[0].Footer, s.Footer))}
 			}
-			s.Schema, s.SchemaID = nil, ""
+			s.Footer = nil
 		}
 		scans[i] = s
 		heartbeat(ctx, done.Add(1))
@@ -166,7 +168,7 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	if err != nil {
 		return nil, nil, err
 	}
-	p.SchemaID = scans[0].SchemaID
+	p.FooterID = scans[0].Footer.ID
 	return p, ids, nil
 }
 

@@ -28,7 +28,7 @@ func TestVerificationCatchesCorruptOutput(t *testing.T) {
 	}{
 		{faults.OutputDropRow, "rows"},
 		{faults.OutputChangeValue, "content digest"},
-		{faults.OutputAlterMetadata, "metadata"},
+		{faults.OutputAlterMetadata, "footer differs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.point, func(t *testing.T) {

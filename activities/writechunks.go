@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/compaction"
 	"github.com/storeopt/storeopt/faults"
@@ -25,7 +23,7 @@ type WriteChunksProgress struct {
 // prefix ("<prefix>/data/NNNNN.parquet", NNNNN = output ordinal) and stages each chunk's stats and
 // digests in the catalog. Outputs already staged by an earlier attempt of the same run are
 // skipped; an output is otherwise rewritten from scratch, with byte-identical content. Errors:
-// ErrTypeInput for bad chunks, ErrTypeVerification when a written chunk's schema is not the
+// ErrTypeInput for bad chunks, ErrTypeVerification when a written chunk's footer is not the
 // topic's, ErrTypeLeaseLost when the run no longer holds the lease.
 func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (WriteChunksResult, error) {
 	topic, lease, token, err := a.leased(ctx, in.TopicID)
@@ -48,7 +46,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 	for _, s := range staged {
 		done[s.Ordinal] = s
 	}
-	schema, err := a.topicSchema(ctx, p)
+	layout, err := a.topicLayout(ctx, p)
 	if err != nil {
 		return WriteChunksResult{}, a.classify(topic.Locator, err)
 	}
@@ -65,7 +63,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		if err := faults.Hit(ctx, faults.WriteChunksBeforeWrite); err != nil {
 			return res, err
 		}
-		out, err := a.writeOutput(ctx, inputs, o, key, schema)
+		out, err := a.writeOutput(ctx, inputs, o, key, layout)
 		if err != nil {
 			logPanic(ctx, topic.Locator, err)
 			return res, a.classify(topic.Locator, err)
@@ -81,7 +79,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 				MinTimestampNs: st.MinTimestampNs, MaxTimestampNs: st.MaxTimestampNs,
 				TimestampNullCount: st.TimestampNullCount, ColumnStats: st.Columns,
 			},
-			Digest: append(out.Read.MarshalBinary(), out.Written.MarshalBinary()...),
+			Digest: stagedDigest(out),
 			Taken:  out.Taken.MarshalBinary(),
 		})
 		if err != nil {
@@ -116,8 +114,16 @@ func (a *Activities) loadPlan(ctx context.Context, topic catalog.Topic, token st
 	return &p, nil
 }
 
-// topicSchema reads the verbatim Arrow schema from the footer of the plan's first input with rows.
-func (a *Activities) topicSchema(ctx context.Context, p *plan.Plan) (*arrow.Schema, error) {
+// stagedDigest is what verification needs of an output, staged with it: the digests of the rows
+// read and written (16 bytes each) and the digest of its footer as read back
+// (parquetio.FingerprintBytes).
+func stagedDigest(out compaction.OutputResult) []byte {
+	d := append(out.Read.MarshalBinary(), out.Written.MarshalBinary()...)
+	return append(d, out.Footer...)
+}
+
+// topicLayout returns the layout (footer, Parquet schema) of the plan's first input with rows.
+func (a *Activities) topicLayout(ctx context.Context, p *plan.Plan) (*parquetio.Layout, error) {
 	for _, in := range p.Inputs {
 		if in.Rows == 0 {
 			continue
@@ -131,22 +137,22 @@ func (a *Activities) topicSchema(ctx context.Context, p *plan.Plan) (*arrow.Sche
 			return nil, &compaction.ChunkError{Key: in.ObjectKey, Err: err}
 		}
 		defer c.Close()
-		if c.SchemaID != p.SchemaID {
-			return nil, &compaction.ChunkError{Key: in.ObjectKey, Err: fmt.Errorf("schema changed since planning")}
+		if c.Footer.ID != p.FooterID {
+			return nil, &compaction.ChunkError{Key: in.ObjectKey, Err: fmt.Errorf("footer (Parquet schema or key/value pairs) changed since planning")}
 		}
-		return c.Schema, nil
+		return c.Layout(), nil
 	}
 	return nil, plan.ErrNoRows
 }
 
 // writeOutput writes one output chunk within a reservation of the memory pool.
-func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, o plan.Output, key string, schema *arrow.Schema) (compaction.OutputResult, error) {
+func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, o plan.Output, key string, layout *parquetio.Layout) (compaction.OutputResult, error) {
 	r, err := a.reserve(ctx, compaction.OutputMemory(inputs.Plan, o))
 	if err != nil {
 		return compaction.OutputResult{}, err
 	}
 	defer r.Release()
-	return compaction.WriteOutput(ctx, inputs, o, key, schema, func(rows int64) {
+	return compaction.WriteOutput(ctx, inputs, o, key, layout, func(rows int64) {
 		heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: rows})
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/storeopt/storeopt/parquetio"
 )
@@ -18,7 +17,8 @@ type outputCheck struct {
 	// Sorted: timestamp_ns ascending with nulls last across all files in order.
 	Sorted      bool
 	SortProblem string // first violation, "" when sorted
-	// MetadataPreserved: every file's footer ARROW:schema entry equals the input's byte for byte.
+	// MetadataPreserved: every file's footer (Parquet schema elements and key/value pairs,
+	// ARROW:schema included) equals the input's.
 	MetadataPreserved bool
 	MetadataProblem   string // first difference, "" when preserved
 }
@@ -56,12 +56,13 @@ func (s *sortState) add(n int, value func(int) int64, valid func(int) bool, wher
 }
 
 // checkOutputs reads the footer and the timestamp_ns column of every file in order and compares
-// them with the input's schema (want, wantID = raw ARROW:schema entry).
-func checkOutputs(ctx context.Context, files []string, want *arrow.Schema, wantID string) (outputCheck, error) {
+// them with the input's footer (Parquet schema elements and key/value pairs, ARROW:schema
+// included).
+func checkOutputs(ctx context.Context, files []string, want *parquetio.Footer) (outputCheck, error) {
 	res := outputCheck{Files: len(files), MetadataPreserved: true}
 	var st sortState
 	for _, path := range files {
-		if err := checkFile(ctx, path, want, wantID, &st, &res); err != nil {
+		if err := checkFile(ctx, path, want, &st, &res); err != nil {
 			return res, fmt.Errorf("check output %s: %w", path, err)
 		}
 	}
@@ -70,7 +71,7 @@ func checkOutputs(ctx context.Context, files []string, want *arrow.Schema, wantI
 	return res, nil
 }
 
-func checkFile(ctx context.Context, path string, want *arrow.Schema, wantID string, st *sortState, res *outputCheck) error {
+func checkFile(ctx context.Context, path string, want *parquetio.Footer, st *sortState, res *outputCheck) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -86,13 +87,9 @@ func checkFile(ctx context.Context, path string, want *arrow.Schema, wantID stri
 		return err
 	}
 	defer c.Close()
-	if c.SchemaID != wantID && res.MetadataPreserved {
+	if d := parquetio.FirstFooterDifference(want, c.Footer); d != "" && res.MetadataPreserved {
 		res.MetadataPreserved = false
-		res.MetadataProblem = parquetio.FirstDifference(want, c.Schema)
-		if res.MetadataProblem == "" {
-			res.MetadataProblem = "footer ARROW:schema entry differs byte-wise"
-		}
-		res.MetadataProblem = path + ": " + res.MetadataProblem
+		res.MetadataProblem = path + ": " + d
 	}
 	ts, err := c.Timestamps(ctx)
 	if err != nil {

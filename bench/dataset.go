@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
@@ -114,9 +113,8 @@ type dataset struct {
 	InputBytes  int64    // Parquet bytes of the input chunks
 	ArrowBytes  int64    // uncompressed Arrow bytes of the input
 	Rows        int64
-	Schema      *arrow.Schema // Arrow schema of the input, verbatim
-	SchemaID    string        // raw ARROW:schema footer entry of the input
-	GenerateSec float64       // seconds spent generating (0 when reused)
+	Footer      *parquetio.Footer // Parquet schema and footer pairs of the input
+	GenerateSec float64           // seconds spent generating (0 when reused)
 }
 
 func (d *dataset) storeURL() string { return "file://" + d.StoreDir }
@@ -248,8 +246,8 @@ func (d *dataset) load(ctx context.Context, dbURL, locator string) error {
 		return fmt.Errorf("dataset %s: chunk %s: %w", d.Name, d.Keys[0], err)
 	}
 	defer c.Close()
-	d.Schema, d.SchemaID = c.Schema, c.SchemaID
-	if d.SchemaID == "" || d.SchemaID == parquetio.Fingerprint(d.Schema) {
+	d.Footer = c.Footer
+	if _, ok := d.Footer.Value(parquetio.ArrowSchemaKey); !ok {
 		return errors.New("input chunk has no ARROW:schema footer entry")
 	}
 	logf("dataset %s: topic %s, %d chunks, %d rows, %.1f MB Parquet, %.1f MB Arrow",

@@ -203,7 +203,7 @@ func runOnce(ctx context.Context, cfg config, srv *server, d *dataset, job strin
 		m.Rows = res.Rows
 		return m, nil
 	}
-	c, err := checkOutputs(ctx, res.OutputFiles, d.Schema, d.SchemaID)
+	c, err := checkOutputs(ctx, res.OutputFiles, d.Footer)
 	if err != nil {
 		return m, err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/memblob"
 
@@ -59,13 +61,17 @@ func putChunk(t *testing.T, b *blob.Bucket, key string, input int, ts []int64) {
 	t.Helper()
 	rec := chunkRecord(testSchema(), input, ts)
 	defer rec.Release()
+	// Written as the ingestion service writes chunks: plain pqarrow, ARROW:schema stored.
 	var buf bytes.Buffer
-	w, err := parquetio.NewWriter(&buf, testSchema(), parquetio.WriterOptions{RowGroupRows: 4})
+	w, err := pqarrow.NewFileWriter(testSchema(), &buf, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(4)),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
+	if rec.NumRows() > 0 {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -138,8 +144,8 @@ func TestScanChunk(t *testing.T) {
 			if got != want {
 				t.Errorf("scan of %v:\n got %s\nwant %s", tc.ts, got, want)
 			}
-			if parquetio.FirstDifference(testSchema(), s.Schema) != "" || s.SchemaID == "" || s.FooterBytes <= 0 {
-				t.Errorf("schema %v id %q footer %d", s.Schema, s.SchemaID, s.FooterBytes)
+			if _, ok := s.Footer.Value(parquetio.ArrowSchemaKey); !ok || s.Footer.ID == "" || s.FooterBytes <= 0 {
+				t.Errorf("footer %v id %q footer bytes %d", s.Footer, s.Footer.ID, s.FooterBytes)
 			}
 		})
 	}
@@ -224,12 +230,27 @@ func (tp *topic) plan(t *testing.T, maxBytes int64) *plan.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.SchemaID = tp.scans[0].SchemaID
+	p.FooterID = tp.scans[0].Footer.ID
 	return p
 }
 
-// readOutput returns the keys of the rows of the chunk at key, in stored order, and its schema.
-func readOutput(t *testing.T, b *blob.Bucket, key string) ([]plan.Key, *arrow.Schema, verify.Digest) {
+// layout returns the layout of the topic's first input.
+func (tp *topic) layout(t *testing.T) *parquetio.Layout {
+	t.Helper()
+	obj, err := store.OpenObject(context.Background(), tp.bucket, tp.inputs[0].ObjectKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parquetio.Open(obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.Layout()
+}
+
+// readOutput returns the keys of the rows of the chunk at key, in stored order, and its footer.
+func readOutput(t *testing.T, b *blob.Bucket, key string) ([]plan.Key, *parquetio.Footer, verify.Digest) {
 	t.Helper()
 	obj, err := store.OpenObject(context.Background(), b, key)
 	if err != nil {
@@ -262,7 +283,7 @@ func readOutput(t *testing.T, b *blob.Bucket, key string) ([]plan.Key, *arrow.Sc
 	if err := br.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return keys, c.Schema, d
+	return keys, c.Footer, d
 }
 
 func TestWriteOutput(t *testing.T) {
@@ -297,15 +318,16 @@ func checkOutputs(t *testing.T, tp *topic, p *plan.Plan) {
 	t.Helper()
 	ctx := context.Background()
 	var all []plan.Key
+	layout := tp.layout(t)
 	for _, o := range p.Outputs {
 		key := store.ChunkKey(prefix+"X", o.Ordinal)
 		in := Inputs{Bucket: tp.bucket, Plan: p}
 		var progress []int64
-		res, err := WriteOutput(ctx, in, o, key, tp.scans[0].Schema, func(rows int64) { progress = append(progress, rows) })
+		res, err := WriteOutput(ctx, in, o, key, layout, func(rows int64) { progress = append(progress, rows) })
 		if err != nil {
 			t.Fatalf("output %d: %v\n%s", o.Ordinal, err, p.Picture())
 		}
-		got, schema, digest := readOutput(t, tp.bucket, key)
+		got, footer, digest := readOutput(t, tp.bucket, key)
 		var want []plan.Key
 		for _, kk := range tp.keys {
 			if plan.InRange(kk, o.Lo, o.Hi) {
@@ -315,8 +337,8 @@ func checkOutputs(t *testing.T, tp *topic, p *plan.Plan) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("output %d rows\n  %v\nwant\n  %v\n%s", o.Ordinal, got, want, p.Picture())
 		}
-		if d := parquetio.FirstDifference(tp.scans[0].Schema, schema); d != "" {
-			t.Fatalf("output %d schema: %s", o.Ordinal, d)
+		if d := parquetio.FirstFooterDifference(tp.scans[0].Footer, footer); d != "" || !bytes.Equal(res.Footer, footer.Digest()) {
+			t.Fatalf("output %d footer: %s (digest %x, read back %x)", o.Ordinal, d, res.Footer, footer.Digest())
 		}
 		if res.Read != res.Written || res.Written != digest || res.Read.Rows != int64(len(want)) {
 			t.Fatalf("output %d digests: read %s written %s file %s", o.Ordinal, res.Read, res.Written, digest)
@@ -332,7 +354,7 @@ func checkOutputs(t *testing.T, tp *topic, p *plan.Plan) {
 			t.Fatalf("output %d: SizeBytes %d, object %d bytes", o.Ordinal, res.SizeBytes, len(first))
 		}
 		// A retried write gives the same bytes.
-		if _, err := WriteOutput(ctx, in, o, key, tp.scans[0].Schema, nil); err != nil {
+		if _, err := WriteOutput(ctx, in, o, key, layout, nil); err != nil {
 			t.Fatal(err)
 		}
 		second, err := tp.bucket.ReadAll(ctx, key)
@@ -355,7 +377,7 @@ func TestWriteOutputMissingInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := store.ChunkKey(prefix+"X", 0)
-	_, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], out, tp.scans[0].Schema, nil)
+	_, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], out, tp.layout(t), nil)
 	var ce *ChunkError
 	if !errors.As(err, &ce) || ce.Key != gone || !strings.Contains(err.Error(), gone) || !IsInputFault(err) {
 		t.Fatalf("missing input: %v, want a *ChunkError naming %s", err, gone)
@@ -365,15 +387,35 @@ func TestWriteOutputMissingInput(t *testing.T) {
 	}
 }
 
-// An input whose schema changed since planning is refused, naming the chunk.
-func TestWriteOutputSchemaChanged(t *testing.T) {
+// An input whose footer changed since planning is refused, naming the chunk.
+func TestWriteOutputFooterChanged(t *testing.T) {
 	ctx := context.Background()
 	tp := newTopic(t, [][]int64{{1, 2, 3}})
 	p := tp.plan(t, 1<<30)
-	p.SchemaID = "something else"
-	_, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"X", 0), tp.scans[0].Schema, nil)
+	p.FooterID = "something else"
+	_, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"X", 0), tp.layout(t), nil)
 	var ce *ChunkError
-	if !errors.As(err, &ce) || ce.Key != p.Inputs[0].ObjectKey || !strings.Contains(err.Error(), "schema changed") {
-		t.Fatalf("changed schema: %v", err)
+	if !errors.As(err, &ce) || ce.Key != p.Inputs[0].ObjectKey || !strings.Contains(err.Error(), "footer (Parquet schema or key/value pairs) changed since planning") {
+		t.Fatalf("changed footer: %v", err)
+	}
+}
+
+// A writer whose footer differs from the inputs' fails the output with a verification error
+// (the written footer is read back), and so does an output without rows.
+func TestWriteOutputChecksWrittenFooter(t *testing.T) {
+	ctx := context.Background()
+	tp := newTopic(t, [][]int64{{1, 2, 3}})
+	p := tp.plan(t, 1<<30)
+	key := store.ChunkKey(prefix+"X", 0)
+	_, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], key, tp.layout(t).WithKeyValue("extra", "1"), nil)
+	var me *verify.MismatchError
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), `footer differs from the inputs': footer has 3 key/value pairs vs 4 (first extra key "extra")`) {
+		t.Fatalf("altered footer: %v", err)
+	}
+	empty := p.Outputs[0]
+	empty.Lo, empty.Hi = &plan.Key{Ts: 100}, &plan.Key{Ts: 200}
+	_, err = WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, empty, key, tp.layout(t), nil)
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), "would have no rows") {
+		t.Fatalf("empty output: %v", err)
 	}
 }

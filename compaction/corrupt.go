@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/storeopt/storeopt/faults"
+	"github.com/storeopt/storeopt/parquetio"
 )
 
 // corruptBatch damages a batch on its way to the encoder when a test enables the faults
@@ -44,17 +45,11 @@ func corruptBatch(rec arrow.RecordBatch, tsField int, mem memory.Allocator) arro
 	return rec
 }
 
-// writerSchema returns the schema to write with: schema itself, or, when a test enables the fault
-// OutputAlterMetadata, a copy whose first field has one metadata entry altered.
-func writerSchema(schema *arrow.Schema) *arrow.Schema {
+// writerLayout returns the layout to write with: layout itself, or, when a test enables the fault
+// OutputAlterMetadata, a copy whose footer gains one key/value pair.
+func writerLayout(layout *parquetio.Layout) *parquetio.Layout {
 	if !faults.Enabled || !faults.Triggered(faults.OutputAlterMetadata) {
-		return schema
+		return layout
 	}
-	fields := append([]arrow.Field(nil), schema.Fields()...)
-	md := fields[0].Metadata
-	keys := append(md.Keys(), "storeopt:altered")
-	vals := append(md.Values(), "yes")
-	fields[0].Metadata = arrow.NewMetadata(keys, vals)
-	m := schema.Metadata()
-	return arrow.NewSchema(fields, &m)
+	return layout.WithKeyValue("storeopt:altered", "yes")
 }

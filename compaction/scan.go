@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gocloud.dev/blob"
@@ -77,9 +76,9 @@ func openChunk(ctx context.Context, b *blob.Bucket, key string, mem memory.Alloc
 
 // Scan is what the planner needs to know of one input chunk.
 type Scan struct {
-	Schema   *arrow.Schema
-	SchemaID string
-	Rows     int64
+	// Footer is the chunk's Parquet schema and key/value pairs (the topic's schema identity).
+	Footer *parquetio.Footer
+	Rows   int64
 	// FooterBytes is the size of the chunk's footer, bytes (per-file overhead the planner
 	// leaves out of its estimate of the rows' bytes).
 	FooterBytes int64
@@ -105,7 +104,7 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 		return Scan{}, &ChunkError{Key: key, Err: err}
 	}
 	defer ts.Release()
-	s := Scan{Schema: c.Schema, SchemaID: c.SchemaID, Rows: c.NumRows, FooterBytes: c.FooterBytes}
+	s := Scan{Footer: c.Footer, Rows: c.NumRows, FooterBytes: c.FooterBytes}
 	order := sortedOrder(ts)
 	s.Sorted = order == nil
 	s.Nulls = int64(ts.NullN())

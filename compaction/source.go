@@ -17,22 +17,22 @@ import (
 // chunkSource streams one input chunk for merge: batch by batch when the chunk is stored in key
 // order, or sorted whole in memory (an unsorted chunk is small: one record batch of ingestion).
 type chunkSource struct {
-	key      string
-	chunk    *openedChunk
-	br       *parquetio.BatchReader
-	sorted   bool
-	schemaID string
-	tsField  int
-	mem      memory.Allocator
-	next     int64 // stored row index of the next batch's first row
-	cur      merge.Batch
-	owned    arrow.RecordBatch // a batch this source built and must release
-	done     bool
+	key     string
+	chunk   *openedChunk
+	br      *parquetio.BatchReader
+	sorted  bool
+	tsField int
+	mem     memory.Allocator
+	next    int64 // stored row index of the next batch's first row
+	cur     merge.Batch
+	owned   arrow.RecordBatch // a batch this source built and must release
+	done    bool
 }
 
 // OpenSource opens the chunk at key as a merge.Source. sorted says whether the scan found it in
-// key order; schemaID is the topic's schema, which the chunk must still have.
-func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, schemaID string, batchRows int64, mem memory.Allocator) (merge.Source, error) {
+// key order; footerID is the topic's footer (parquetio.Footer.ID), which the chunk must still
+// have.
+func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, footerID string, batchRows int64, mem memory.Allocator) (merge.Source, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -40,9 +40,9 @@ func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, sc
 	if err != nil {
 		return nil, err
 	}
-	if c.SchemaID != schemaID {
+	if c.Footer.ID != footerID {
 		c.Close()
-		return nil, &ChunkError{Key: key, Err: fmt.Errorf("schema changed since planning")}
+		return nil, &ChunkError{Key: key, Err: fmt.Errorf("footer (Parquet schema or key/value pairs) changed since planning")}
 	}
 	br, err := c.Batches(ctx, batchRows)
 	if err != nil {

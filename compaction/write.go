@@ -2,11 +2,11 @@ package compaction
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gocloud.dev/blob"
 	"golang.org/x/sync/errgroup"
@@ -31,6 +31,8 @@ type OutputResult struct {
 	Read, Written verify.Digest
 	// Taken is which stored rows of which input chunks the merge emitted into the chunk.
 	Taken verify.Taken
+	// Footer identifies the footer read back from the written chunk (parquetio.Footer.Digest).
+	Footer []byte
 }
 
 // Inputs resolves plan inputs to object keys for WriteOutput.
@@ -42,17 +44,20 @@ type Inputs struct {
 
 func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 	pi := in.Plan.Inputs[i]
-	return OpenSource(ctx, in.Bucket, pi.ObjectKey, pi.Sorted, in.Plan.SchemaID, in.Plan.BatchRows, in.Mem)
+	return OpenSource(ctx, in.Bucket, pi.ObjectKey, pi.Sorted, in.Plan.FooterID, in.Plan.BatchRows, in.Mem)
 }
 
 // WriteOutput writes output chunk o of the plan to key in the bucket: the merge of its inputs
 // restricted to o's key range, in record batches of exactly plan.BatchRows rows (the last one
 // shorter) and row groups of plan.RowGroupRows rows, so that the same inputs always give the
 // same bytes. Reading and merging run in one goroutine, encoding in another. The object is
-// overwritten if it exists; on error the upload is aborted. After closing, the chunk's footer is
-// read back and its Arrow schema must equal schema verbatim.
-func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, schema *arrow.Schema, progress func(rows int64)) (OutputResult, error) {
+// overwritten if it exists; on error the upload is aborted. The chunk is written in layout (the
+// Parquet schema and footer pairs of the topic's chunks, parquetio.Layout); after closing, its
+// footer is read back and must equal the layout's (verify.MismatchError otherwise), and its
+// digest is returned for the commit's verification. An output without rows is an error.
+func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	res := OutputResult{Key: key, Taken: verify.Taken{}}
+	schema := layout.Schema
 	mem := in.Mem
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -68,8 +73,7 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 		return res, fmt.Errorf("create %s: %w", key, err)
 	}
 	cw := &countingWriter{w: bw}
-	wschema := writerSchema(schema)
-	pw, err := parquetio.NewWriter(cw, wschema, parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows, Mem: mem})
+	pw, err := parquetio.NewWriter(cw, writerLayout(layout), parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows, Mem: mem})
 	if err != nil {
 		abort()
 		_ = bw.Close()
@@ -87,11 +91,6 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 				return err
 			}
 			rec = corruptBatch(rec, tsField, mem)
-			if wschema != schema {
-				rewrapped := array.NewRecordBatch(wschema, rec.Columns(), rec.NumRows())
-				rec.Release()
-				rec = rewrapped
-			}
 			stats.Add(rec)
 			h.AddRows(&res.Written, rec, 0, rec.NumRows())
 			err := pw.Write(rec)
@@ -144,6 +143,9 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 	if err := pw.Close(); err != nil {
 		abort()
 		_ = bw.Close()
+		if errors.Is(err, parquetio.ErrNoRows) {
+			return res, &verify.MismatchError{What: fmt.Sprintf("output chunk %s would have no rows: the plan does not match its inputs", key)}
+		}
 		return res, err
 	}
 	if err := bw.Close(); err != nil {
@@ -151,28 +153,37 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, sche
 	}
 	res.SizeBytes = cw.n
 	res.Stats = stats.Result()
-	if err := checkWrittenSchema(ctx, in.Bucket, key, schema, mem); err != nil {
+	footer, err := checkWrittenFooter(ctx, in.Bucket, key, layout.Footer, res.Stats.RowCount, mem)
+	if err != nil {
 		return res, err
 	}
+	res.Footer = footer.Digest()
 	return res, nil
 }
 
-// checkWrittenSchema reads the footer of the written chunk back and compares its Arrow schema,
-// with all metadata, to the topic's.
-func checkWrittenSchema(ctx context.Context, b *blob.Bucket, key string, want *arrow.Schema, mem memory.Allocator) error {
+// checkWrittenFooter reads the footer of the written chunk back and checks it against the
+// topic's (Parquet schema elements and key/value pairs, verbatim), and that the chunk holds rows
+// rows in row groups that are none of them empty. It returns the footer read back.
+func checkWrittenFooter(ctx context.Context, b *blob.Bucket, key string, want *parquetio.Footer, rows int64, mem memory.Allocator) (*parquetio.Footer, error) {
 	obj, err := store.OpenFooter(ctx, b, key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c, err := parquetio.Open(obj, mem)
 	if err != nil {
-		return &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, err)}
+		return nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, err)}
 	}
 	defer c.Close()
-	if d := parquetio.FirstDifference(want, c.Schema); d != "" {
-		return &verify.MismatchError{What: fmt.Sprintf("written chunk %s: %s", key, d)}
+	if d := parquetio.FirstFooterDifference(want, c.Footer); d != "" {
+		return nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: footer differs from the inputs': %s", key, d)}
 	}
-	return nil
+	if c.NumRows != rows || rows == 0 {
+		return nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s holds %d rows, %d written", key, c.NumRows, rows)}
+	}
+	if g := c.EmptyRowGroup(); g >= 0 {
+		return nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: row group %d is empty", key, g)}
+	}
+	return c.Footer, nil
 }
 
 type countingWriter struct {

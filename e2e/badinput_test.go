@@ -76,16 +76,16 @@ func TestBadInput(t *testing.T) {
 			step: "read-sort", want: chunkSays(1, "object is missing from the store")},
 		{name: "schema_differs", topic: rawTopic{chunks: withGood(recordChunk(t, dropColumn(handRec, 3)))},
 			step: "read-sort", want: func(_ string, keys []string) []string {
-				return []string{"chunk " + keys[1] + ": schema differs from chunk " + keys[0] + ": 5 fields vs 4"}
+				return []string{"chunk " + keys[1] + ": footer differs from chunk " + keys[0] + ": Parquet schema has 6 elements vs 5"}
 			}},
 		{name: "field_metadata_differs", topic: rawTopic{chunks: withGood(recordChunk(t, withFieldMetadata(handRec, 3, "unit", "km")))},
 			step: "read-sort", want: func(_ string, keys []string) []string {
-				return []string{"chunk " + keys[1] + ": schema differs from chunk " + keys[0] + ": ",
+				return []string{"chunk " + keys[1] + ": footer differs from chunk " + keys[0] + `: footer value of "ARROW:schema" differs: `,
 					`"value"`, `"unit":"m"`, `"unit":"km"`}
 			}},
 		{name: "schema_metadata_differs", topic: rawTopic{chunks: withGood(recordChunk(t, withSchemaMetadata(handRec, "note", "other")))},
 			step: "read-sort", want: func(_ string, keys []string) []string {
-				return []string{"chunk " + keys[1] + ": schema differs from chunk " + keys[0] + ": schema metadata differs: "}
+				return []string{"chunk " + keys[1] + ": footer differs from chunk " + keys[0] + `: footer value of "note" differs: "edge case" vs "other"`}
 			}},
 		{name: "no_timestamp_column", topic: rawTopic{chunks: []rawChunk{recordChunk(t, renameColumn(handRec, 0, "time_ns"))}},
 			step: "read-sort", want: chunkSays(0, `no column "timestamp_ns" (type int64 required)`)},

@@ -138,8 +138,7 @@ func buildRecord(schema *arrow.Schema, chunk int, rows []handRow) arrow.RecordBa
 // topicContent is what the tests compare before and after an optimization.
 type topicContent struct {
 	rows      []string // canonical rendering of every row, sorted (the multiset)
-	schema    *arrow.Schema
-	schemaID  string
+	footer    *parquetio.Footer // Parquet schema elements and key/value pairs, shared by every chunk
 	ts        []*int64 // timestamps in storage order across chunks
 	srcOrder  [][2]int64
 	hasSrc    bool
@@ -166,10 +165,10 @@ func readTopic(t *testing.T, b *blob.Bucket, keys []string) topicContent {
 		if err != nil {
 			t.Fatalf("open %s: %v", key, err)
 		}
-		if tc.schema == nil {
-			tc.schema, tc.schemaID = c.Schema, c.SchemaID
-		} else if c.SchemaID != tc.schemaID {
-			t.Fatalf("chunk %s: schema differs: %s", key, parquetio.FirstDifference(tc.schema, c.Schema))
+		if tc.footer == nil {
+			tc.footer = c.Footer
+		} else if d := parquetio.FirstFooterDifference(tc.footer, c.Footer); d != "" {
+			t.Fatalf("chunk %s: footer differs: %s", key, d)
 		}
 		c.Close()
 		tr := array.NewTableReader(tbl, 0)
@@ -266,10 +265,12 @@ func equalRows(t *testing.T, locator string, before, after topicContent) {
 				locator, i, before.rows[i], after.rows[i])
 		}
 	}
-	if d := parquetio.FirstDifference(before.schema, after.schema); d != "" {
-		t.Fatalf("topic %s: schema changed: %s", locator, d)
+	if d := parquetio.FirstFooterDifference(before.footer, after.footer); d != "" {
+		t.Fatalf("topic %s: footer changed: %s", locator, d)
 	}
-	if before.schemaID != after.schemaID {
+	in, inOK := before.footer.Value(parquetio.ArrowSchemaKey)
+	out, outOK := after.footer.Value(parquetio.ArrowSchemaKey)
+	if inOK != outOK || in != out {
 		t.Fatalf("topic %s: stored ARROW:schema not byte-identical", locator)
 	}
 }

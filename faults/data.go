@@ -8,7 +8,7 @@ const (
 	// OutputChangeValue replaces the first row's value of the last column (or, when that is
 	// timestamp_ns, the first) by the second row's, after the batch was digested as read.
 	OutputChangeValue = "output.change-value"
-	// OutputAlterMetadata writes an output chunk with one field metadata entry altered.
+	// OutputAlterMetadata writes an output chunk whose footer has one key/value pair more.
 	OutputAlterMetadata = "output.alter-metadata"
 )
 

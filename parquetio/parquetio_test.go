@@ -89,7 +89,7 @@ func rows(t testing.TB, schema *arrow.Schema, from, n int) arrow.RecordBatch {
 func write(t testing.TB, schema *arrow.Schema, n int, splits []int, opts WriterOptions) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, schema, opts)
+	w, err := NewWriter(&buf, layoutOf(t, schema), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +104,94 @@ func write(t testing.TB, schema *arrow.Schema, n int, splits []int, opts WriterO
 	}
 	if w.Rows() != int64(n) {
 		t.Fatalf("Rows() = %d, want %d", w.Rows(), n)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// layoutOf returns the layout of a one-row chunk of schema written by plain pqarrow with the
+// schema stored (as the ingestion service writes chunks).
+func layoutOf(t testing.TB, schema *arrow.Schema) *Layout {
+	t.Helper()
+	rec := rows(t, schema, 1, 1)
+	defer rec.Release()
+	c, err := Open(bytes.NewReader(encodePlain(t, schema, rec)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.Layout()
+}
+
+// encodePlain writes recs as one file with plain pqarrow, ARROW:schema stored.
+func encodePlain(t testing.TB, schema *arrow.Schema, recs ...arrow.RecordBatch) []byte {
+	return encodePlainKV(t, schema, nil, recs...)
+}
+
+// encodePlainKV is encodePlain with the footer pairs kv (key, value, …) appended after
+// ARROW:schema, as pyarrow's add_key_value_metadata or GeoParquet writers do.
+func encodePlainKV(t testing.TB, schema *arrow.Schema, kv []string, recs ...arrow.RecordBatch) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if err := w.AppendKeyValueMetadata(kv[i], kv[i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// layoutOfRecord returns the layout of a chunk of rec written by plain pqarrow.
+func layoutOfRecord(t testing.TB, rec arrow.RecordBatch) *Layout {
+	t.Helper()
+	c, err := Open(bytes.NewReader(encodePlain(t, rec.Schema(), rec)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.Layout()
+}
+
+// rewrite reads every row of data in batches of batchRows and writes them with storeopt's
+// Writer in data's layout.
+func rewrite(t testing.TB, data []byte, batchRows int64) []byte {
+	t.Helper()
+	c, err := Open(bytes.NewReader(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, c.Layout(), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := c.Batches(context.Background(), batchRows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Release()
+	for rec := br.Next(); rec != nil; rec = br.Next() {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := br.Err(); err != nil {
+		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -154,24 +242,21 @@ func readAllFrom(r parquet.ReaderAtSeeker, batchRows int64) (c *Chunk, d verify.
 	return c, d, br.Err()
 }
 
-func TestRoundTripKeepsSchemaVerbatim(t *testing.T) {
+func TestRoundTripKeepsFooterVerbatim(t *testing.T) {
 	schema := topicSchema()
 	const n = 3000
+	l := layoutOf(t, schema)
 	data := write(t, schema, n, []int{1000}, WriterOptions{RowGroupRows: 700})
 	c, got, err := readAll(data, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := FirstDifference(schema, c.Schema); d != "" {
-		t.Fatalf("schema not verbatim: %s", d)
+	if d := FirstFooterDifference(l.Footer, c.Footer); d != "" {
+		t.Fatalf("footer not verbatim: %s", d)
 	}
-	if Fingerprint(c.Schema) != Fingerprint(schema) {
-		t.Fatalf("fingerprints differ:\n%s\n%s", Fingerprint(c.Schema), Fingerprint(schema))
-	}
-	// The list element's field metadata survives (read from ARROW:schema, not FileReader.Schema).
-	elem := c.Schema.Field(5).Type.(*arrow.ListType).ElemField()
-	if v, ok := elem.Metadata.GetValue("unit"); !ok || v != "m/s²" {
-		t.Fatalf("list element metadata lost: %v", elem.Metadata)
+	in, _ := l.Footer.Value(ArrowSchemaKey)
+	if out, ok := c.Footer.Value(ArrowSchemaKey); !ok || out != in {
+		t.Fatalf("ARROW:schema not byte-identical")
 	}
 	if c.NumRows != n || c.TimestampField != 0 || c.TimestampLeaf != 0 || c.NumRowGroups() != 5 || c.FooterBytes <= 0 {
 		t.Fatalf("rows %d ts field %d leaf %d row groups %d footer %d", c.NumRows, c.TimestampField, c.TimestampLeaf, c.NumRowGroups(), c.FooterBytes)
@@ -182,13 +267,13 @@ func TestRoundTripKeepsSchemaVerbatim(t *testing.T) {
 	if want := h.Record(all); got != want {
 		t.Fatalf("rows read back: digest %s, want %s", got, want)
 	}
-	// A second file of other rows with the same schema has the same SchemaID.
+	// A second file of other rows with the same schema has the same footer ID.
 	c2, _, err := readAll(write(t, schema, 10, []int{10}, WriterOptions{}), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c2.SchemaID != c.SchemaID || c.SchemaID == "" {
-		t.Fatalf("SchemaIDs differ for one schema")
+	if c2.Footer.ID != c.Footer.ID || c.Footer.ID == "" {
+		t.Fatalf("footer IDs differ for one schema")
 	}
 	// ... and a schema that differs only in one metadata value does not.
 	other := arrow.NewSchema(schema.Fields(), ptr(md("mosaico:topic", "run_7/imu", "format", "imu-v3", "a_key", "first? no: stored order")))
@@ -196,37 +281,15 @@ func TestRoundTripKeepsSchemaVerbatim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c3.SchemaID == c.SchemaID {
-		t.Fatalf("SchemaID ignores schema metadata")
+	if c3.Footer.ID == c.Footer.ID {
+		t.Fatalf("footer ID ignores the stored schema's metadata")
+	}
+	if d := FirstFooterDifference(c.Footer, c3.Footer); !strings.Contains(d, `footer value of "format" differs: "imu-v2" vs "imu-v3"`) {
+		t.Fatalf("first difference %q", d)
 	}
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// Limit of arrow-go v18.8.0 (pqarrow.NewFileWriter, normalizeSchemaForParquet): with
-// WithStoreSchema the stored ARROW:schema always names list elements "element", whatever the
-// Arrow schema says. A list built with arrow.ListOf ("item") therefore does not come back
-// verbatim: its element's name changes, its metadata is kept. Chunks written by pqarrow (the
-// ingestion service, storeopt itself) already say "element", so they round-trip; a topic whose
-// chunks were written by a tool that stores "item" would fail the written-schema check.
-func TestListElementNameIsNormalized(t *testing.T) {
-	fields := topicSchema().Fields()
-	elem := fields[5].Type.(*arrow.ListType).ElemField()
-	elem.Name = "item"
-	fields[5].Type = arrow.ListOfField(elem)
-	schema := arrow.NewSchema(fields, nil)
-	c, _, err := readAll(write(t, schema, 20, []int{20}, WriterOptions{}), 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := c.Schema.Field(5).Type.(*arrow.ListType).ElemField()
-	if got.Name != "element" || !got.Metadata.Equal(elem.Metadata) {
-		t.Fatalf("list element read back as %q %v; this test documents the rename to \"element\" — if arrow-go stopped renaming, update the limit note", got.Name, got.Metadata)
-	}
-	if d := FirstDifference(schema, c.Schema); !strings.Contains(d, "field 5 differs") {
-		t.Fatalf("FirstDifference does not report the renamed element: %q", d)
-	}
-}
 
 // The timestamp column need not be the first one: TimestampField and TimestampLeaf follow it
 // past a nested column.
@@ -248,7 +311,7 @@ func TestTimestampAfterNestedColumn(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, schema, WriterOptions{})
+	w, err := NewWriter(&buf, layoutOfRecord(t, rec), WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,10 +377,9 @@ func TestWriterDeterministic(t *testing.T) {
 	}
 }
 
-func TestNewWriterRequiresTimestamp(t *testing.T) {
-	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	if _, err := NewWriter(&bytes.Buffer{}, schema, WriterOptions{}); err == nil || !strings.Contains(err.Error(), TimestampColumn) {
-		t.Fatalf("schema without timestamp_ns: %v", err)
+func TestNewWriterRequiresLayout(t *testing.T) {
+	if _, err := NewWriter(&bytes.Buffer{}, nil, WriterOptions{}); err == nil {
+		t.Fatalf("writer without layout accepted")
 	}
 }
 
@@ -352,19 +414,30 @@ func int64s(vals ...int64) arrow.Array {
 	return b.NewArray()
 }
 
-// A file written without ARROW:schema keeps its footer key-value pairs as schema metadata.
+// A file written without ARROW:schema keeps its footer key-value pairs, and gains no
+// ARROW:schema when rewritten.
 func TestOpenWithoutStoredSchema(t *testing.T) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64}}, ptr(md("topic", "run_1/gps")))
-	c, err := Open(bytes.NewReader(writePlain(t, schema, []arrow.Array{int64s(3, 1, 2)}, false)), nil)
+	data := writePlain(t, schema, []arrow.Array{int64s(3, 1, 2)}, false)
+	c, err := Open(bytes.NewReader(data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if v, ok := c.Schema.Metadata().GetValue("topic"); !ok || v != "run_1/gps" {
-		t.Fatalf("schema metadata %v, want topic=run_1/gps", c.Schema.Metadata())
+	if len(c.Footer.KeyValues) != 1 || c.Footer.KeyValues[0].Key != "topic" || *c.Footer.KeyValues[0].Value != "run_1/gps" {
+		t.Fatalf("footer pairs %v, want only topic=run_1/gps", c.Footer.KeyValues)
 	}
-	if c.SchemaID != Fingerprint(c.Schema) {
-		t.Fatalf("SchemaID is not the fingerprint")
+	out := rewrite(t, data, 2)
+	back, err := Open(bytes.NewReader(out), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	if d := FirstFooterDifference(c.Footer, back.Footer); d != "" {
+		t.Fatalf("rewritten footer: %s", d)
+	}
+	if _, ok := back.Footer.Value(ArrowSchemaKey); ok {
+		t.Fatalf("the output gained an ARROW:schema")
 	}
 }
 
@@ -506,11 +579,8 @@ func readRowsUnchecked(data []byte) (err error) {
 		return &InputError{Err: err}
 	}
 	c := &Chunk{pf: pf, fr: fr, NumRows: pf.NumRows()}
-	if err := c.loadSchema(memory.DefaultAllocator); err != nil {
-		// The stored schema disagrees with the data: read with the Parquet-derived schema.
-		if c.Schema, err = fr.Schema(); err != nil {
-			return &InputError{Err: err}
-		}
+	if c.Schema, err = fr.Schema(); err != nil {
+		return &InputError{Err: err}
 	}
 	br, err := c.Batches(context.Background(), 64)
 	if err != nil {
@@ -544,30 +614,43 @@ func TestParquetTestingFilesWithoutTimestamp(t *testing.T) {
 	}
 }
 
-func TestFirstDifference(t *testing.T) {
+func TestFirstFooterDifference(t *testing.T) {
 	base := topicSchema()
-	if d := FirstDifference(base, topicSchema()); d != "" {
-		t.Fatalf("equal schemas differ: %s", d)
+	footer := func(sc *arrow.Schema, extra ...string) *Footer {
+		full := rows(t, base, 1, 1)
+		defer full.Release()
+		rec := array.NewRecordBatch(sc, full.Columns()[:sc.NumFields()], 1)
+		defer rec.Release()
+		data := encodePlainKV(t, sc, extra, rec)
+		f, err := ReadFooter(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	want := footer(base)
+	if d := FirstFooterDifference(want, footer(topicSchema())); d != "" {
+		t.Fatalf("equal footers differ: %s", d)
 	}
 	fields := base.Fields()
-	reordered := arrow.NewSchema(fields, ptr(md("format", "imu-v2", "mosaico:topic", "run_7/imu", "a_key", "first? no: stored order")))
-	if d := FirstDifference(base, reordered); !strings.Contains(d, "schema metadata differs") {
-		t.Errorf("reordered schema metadata keys: %q", d)
-	}
-	elem := fields[5].Type.(*arrow.ListType).ElemField()
-	elem.Metadata = md("unit", "m/s", "axis", "xyz")
-	changed := append([]arrow.Field(nil), fields...)
-	changed[5].Type = arrow.ListOfField(elem)
-	if d := FirstDifference(base, arrow.NewSchema(changed, ptr(base.Metadata()))); !strings.Contains(d, "field 5 differs") || !strings.Contains(d, "m/s²") {
-		t.Errorf("list element metadata: %q", d)
-	}
-	if d := FirstDifference(base, arrow.NewSchema(fields[:5], ptr(base.Metadata()))); d != "6 fields vs 5" {
-		t.Errorf("field count: %q", d)
-	}
 	nullable := append([]arrow.Field(nil), fields...)
 	nullable[1].Nullable = true
-	if d := FirstDifference(base, arrow.NewSchema(nullable, ptr(base.Metadata()))); !strings.Contains(d, "field 1 differs") {
+	if d := FirstFooterDifference(want, footer(arrow.NewSchema(nullable, ptr(base.Metadata())))); !strings.Contains(d, `Parquet schema element 2 differs: "seq"`) {
 		t.Errorf("nullability: %q", d)
+	}
+	if d := FirstFooterDifference(want, footer(arrow.NewSchema(fields[:5], ptr(base.Metadata())))); !strings.Contains(d, `Parquet schema has 9 elements vs 6 (first extra element "accel"{repetition_type=1,name="accel"`) {
+		t.Errorf("field count: %q", d)
+	}
+	meta := append([]arrow.Field(nil), fields...)
+	meta[1].Metadata = md("z", "last", "a", "changed")
+	if d := FirstFooterDifference(want, footer(arrow.NewSchema(meta, ptr(base.Metadata())))); !strings.Contains(d, `footer value of "ARROW:schema" differs: field "seq" metadata differs: {"z":"last","a":"first",} vs {"z":"last","a":"changed",}`) {
+		t.Errorf("field metadata: %q", d)
+	}
+	if d := FirstFooterDifference(want, footer(base, "geo", "{}")); !strings.Contains(d, `footer has 4 key/value pairs vs 5 (first extra key "geo")`) {
+		t.Errorf("extra pair: %q", d)
+	}
+	if d := FirstFooterDifference(footer(base, "geo", `{"bbox":[1]}`), footer(base, "geo", `{"bbox":[2]}`)); !strings.Contains(d, `footer value of "geo" differs: "{\"bbox\":[1]}" vs "{\"bbox\":[2]}"`) {
+		t.Errorf("per-file value: %q", d)
 	}
 }
 
@@ -591,7 +674,7 @@ func TestWriterHoldsOneRowGroupAndDiscardReleasesIt(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	schema := topicSchema()
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, schema, WriterOptions{RowGroupRows: 1000, Mem: mem})
+	w, err := NewWriter(&buf, layoutOf(t, schema), WriterOptions{RowGroupRows: 1000, Mem: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,19 +1,20 @@
 // Package parquetio reads and writes the Parquet chunks of a topic with arrow-go, keeping the
-// topic's Arrow schema (schema- and field-level metadata) verbatim: the schema is decoded from the
-// footer's "ARROW:schema" entry, not from FileReader.Schema(), which adds and reorders metadata.
-// It knows nothing of Temporal, the catalog or the object store.
+// topic's footer verbatim (issue 8): an output chunk has its inputs' Parquet schema elements and
+// footer key/value pairs ("ARROW:schema" included, byte for byte, in order), whatever Arrow writer
+// made them. Rows are read and written in the Arrow type pqarrow reads each Parquet column as
+// (its storage type), so nothing of the footer is derived again from Arrow types. It knows
+// nothing of Temporal, the catalog or the object store.
 package parquetio
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -81,12 +82,14 @@ func readerProperties(mem memory.Allocator, inMemory bool) *parquet.ReaderProper
 type Chunk struct {
 	pf *file.Reader
 	fr *pqarrow.FileReader
-	// Schema is the chunk's Arrow schema, verbatim from the footer's ARROW:schema entry (or, for
-	// files without one, derived from the Parquet schema and the footer's key-value metadata).
+	// Footer is the chunk's Parquet schema and key/value pairs, which every chunk of a topic
+	// shares and every output repeats verbatim.
+	Footer *Footer
+	// Schema is the Arrow schema the rows are read (and written) in: the type pqarrow reads each
+	// Parquet column as (its storage type), not necessarily the type the footer's ARROW:schema
+	// names (string_view reads as utf8, timestamp[s] as timestamp[ms], dictionary<int32, uint8>
+	// as uint8; issue 8). Its metadata is pqarrow's, not the stored one.
 	Schema *arrow.Schema
-	// SchemaID identifies the schema including all metadata: the raw ARROW:schema entry when
-	// present, else a fingerprint. Two chunks of one topic must have equal SchemaIDs.
-	SchemaID string
 	// TimestampField is the index of timestamp_ns among Schema's fields, TimestampLeaf its Parquet
 	// leaf column index.
 	TimestampField int
@@ -94,6 +97,18 @@ type Chunk struct {
 	NumRows        int64
 	// FooterBytes is the size of the serialized footer (file metadata), bytes.
 	FooterBytes int64
+	kv          metadata.KeyValueMetadata // the footer's pairs as stored
+}
+
+// withoutKey returns kv without the pairs of key (a new slice).
+func withoutKey(kv metadata.KeyValueMetadata, key string) metadata.KeyValueMetadata {
+	out := kv[:0:0]
+	for _, e := range kv {
+		if e.GetKey() != key {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Open opens a Parquet chunk and validates its schema: a top-level Int64 column "timestamp_ns"
@@ -103,6 +118,10 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 	defer guard(&err, "open")
 	if mem == nil {
 		mem = memory.DefaultAllocator
+	}
+	size, err := r.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, fmt.Errorf("size of chunk: %w", err)
 	}
 	m, ok := r.(InMemory)
 	pf, err := file.NewParquetReader(r, file.WithReadProps(readerProperties(mem, ok && m.InMemory())))
@@ -115,13 +134,26 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 			pf.Close()
 		}
 	}()
+	if c.Footer, err = ReadFooter(r, size); err != nil {
+		return nil, err
+	}
+	c.kv = pf.MetaData().KeyValueMetadata()
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
+	if err != nil && c.kv.FindValue(ArrowSchemaKey) != nil {
+		// arrow-go cannot apply the stored Arrow schema (v18.8.0 reads the JSON logical type
+		// as binary and refuses arrow.json's utf8 storage): read the Parquet columns in the
+		// types they map to without it. The footer, ARROW:schema included, is written back
+		// from c.Footer verbatim either way; only the Arrow types storeopt handles differ.
+		md := pf.MetaData()
+		md.FileMetaData.KeyValueMetadata = withoutKey(c.kv, ArrowSchemaKey)
+		fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
+	}
 	if err != nil {
 		return nil, &InputError{Err: fmt.Errorf("cannot map Parquet schema to Arrow: %w", err)}
 	}
 	c.fr = fr
-	if err := c.loadSchema(mem); err != nil {
-		return nil, err
+	if c.Schema, err = fr.Schema(); err != nil {
+		return nil, inputErrorf("cannot read Arrow schema: %v", err)
 	}
 	idx := c.Schema.FieldIndices(TimestampColumn)
 	if len(idx) == 0 {
@@ -142,67 +174,18 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 	return c, nil
 }
 
-// loadSchema sets Schema and SchemaID and checks that the reader's column types match Schema's.
-func (c *Chunk) loadSchema(mem memory.Allocator) error {
-	readSchema, err := c.fr.Schema()
-	if err != nil {
-		return inputErrorf("cannot read Arrow schema: %v", err)
-	}
-	kv := c.pf.MetaData().KeyValueMetadata()
-	if raw := kv.FindValue(ArrowSchemaKey); raw != nil {
-		sc, err := decodeArrowSchema(*raw, mem)
-		if err != nil {
-			return inputErrorf("footer entry %s is corrupt: %v", ArrowSchemaKey, err)
-		}
-		c.Schema, c.SchemaID = sc, *raw
-	} else {
-		c.Schema = schemaWithFooterMetadata(readSchema, kv)
-		c.SchemaID = Fingerprint(c.Schema)
-	}
-	if c.Schema.NumFields() != readSchema.NumFields() {
-		return inputErrorf("stored Arrow schema has %d fields, Parquet schema %d",
-			c.Schema.NumFields(), readSchema.NumFields())
-	}
-	for i, f := range c.Schema.Fields() {
-		if !arrow.TypeEqual(f.Type, readSchema.Field(i).Type) {
-			return inputErrorf("column %q: stored Arrow type %s but Parquet data reads as %s",
-				f.Name, f.Type, readSchema.Field(i).Type)
-		}
-	}
-	return nil
-}
-
-func decodeArrowSchema(raw string, mem memory.Allocator) (*arrow.Schema, error) {
-	b, err := base64.StdEncoding.DecodeString(raw)
-	if err != nil {
-		if b, err = base64.RawStdEncoding.DecodeString(raw); err != nil {
-			return nil, err
-		}
-	}
-	return flight.DeserializeSchema(b, mem)
-}
-
-// schemaWithFooterMetadata gives a schema read from a file without ARROW:schema the footer's
-// key-value pairs as schema metadata (arrow-go drops them in that case).
-func schemaWithFooterMetadata(sc *arrow.Schema, kv metadata.KeyValueMetadata) *arrow.Schema {
-	if len(kv) == 0 || sc.HasMetadata() {
-		return sc
-	}
-	keys, vals := make([]string, 0, len(kv)), make([]string, 0, len(kv))
-	for _, e := range kv {
-		keys = append(keys, e.Key)
-		v := ""
-		if e.Value != nil {
-			v = *e.Value
-		}
-		vals = append(vals, v)
-	}
-	md := arrow.NewMetadata(keys, vals)
-	return arrow.NewSchema(sc.Fields(), &md)
-}
-
 // Close releases the chunk.
 func (c *Chunk) Close() error { return c.pf.Close() }
+
+// EmptyRowGroup returns the index of the first row group without rows, or -1.
+func (c *Chunk) EmptyRowGroup() int {
+	for i := range c.pf.NumRowGroups() {
+		if c.pf.MetaData().RowGroup(i).NumRows() == 0 {
+			return i
+		}
+	}
+	return -1
+}
 
 // NumRowGroups returns the number of row groups.
 func (c *Chunk) NumRowGroups() int { return c.pf.NumRowGroups() }
@@ -242,7 +225,7 @@ func (c *Chunk) Timestamps(ctx context.Context) (ts *array.Int64, err error) {
 	return cat.(*array.Int64), nil
 }
 
-// BatchReader streams a chunk's rows as record batches carrying the chunk's verbatim Schema.
+// BatchReader streams a chunk's rows as record batches of the chunk's Schema.
 type BatchReader struct {
 	rr     pqarrow.RecordReader
 	schema *arrow.Schema
@@ -290,6 +273,12 @@ func (b *BatchReader) Next() (rec arrow.RecordBatch) {
 		return nil
 	}
 	in := b.rr.RecordBatch()
+	for i, col := range in.Columns() {
+		if f := b.schema.Field(i); !arrow.TypeEqual(col.DataType(), f.Type) {
+			b.err = inputErrorf("read rows: column %q reads as %s, its schema says %s", f.Name, col.DataType(), f.Type)
+			return nil
+		}
+	}
 	b.cur = array.NewRecordBatch(b.schema, in.Columns(), in.NumRows())
 	return b.cur
 }

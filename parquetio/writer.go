@@ -1,14 +1,22 @@
 package parquetio
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // WriterOptions configure a Writer. Zero values take the defaults.
@@ -30,21 +38,62 @@ type WriterOptions struct {
 // (zstd compresses 128 KiB blocks either way).
 const DataPageBytes = 256 << 10
 
-// Writer writes one Parquet chunk: the given schema stored verbatim (pqarrow.WithStoreSchema),
-// timestamp_ns declared as the sorting column (ascending, nulls last), dictionary encoding only
-// for string columns (unique floats and timestamps encode faster and smaller without it), no
-// min/max statistics for binary columns, zstd.
+// Layout is what a Writer needs to repeat a topic's chunks: their Footer, their Parquet schema
+// and how pqarrow maps it to the Arrow schema the rows are read in. Take it from any chunk of
+// the topic (Chunk.Layout); it stays valid after the chunk is closed and may be shared by
+// writers in several goroutines.
+type Layout struct {
+	Footer *Footer
+	// Schema is the Arrow schema of the batches a Writer takes (Chunk.Schema).
+	Schema   *arrow.Schema
+	parquet  *schema.Schema
+	manifest *pqarrow.SchemaManifest
+	kv       metadata.KeyValueMetadata
+	tsLeaf   int
+}
+
+// WithKeyValue returns a copy of l whose writers append the footer pair key=value after the
+// stored ones (for tests that prove a changed footer is caught: the Footer is not changed).
+func (l *Layout) WithKeyValue(key, value string) *Layout {
+	c := *l
+	c.kv = slices.Clone(l.kv)
+	if err := c.kv.Append(key, value); err != nil {
+		return l
+	}
+	return &c
+}
+
+// Layout returns the chunk's layout for writing chunks like it.
+func (c *Chunk) Layout() *Layout {
+	return &Layout{Footer: c.Footer, Schema: c.Schema, parquet: c.pf.MetaData().Schema,
+		manifest: c.fr.Manifest, kv: c.kv, tsLeaf: c.TimestampLeaf}
+}
+
+// Writer writes one Parquet chunk with a layout's Parquet schema and footer key/value pairs
+// verbatim: the file writer is built on the input's own Parquet schema (never on one derived
+// from Arrow types), each column chunk is encoded from the Arrow arrays with levels computed
+// along pqarrow's schema manifest, and the serialized schema elements of the footer are the
+// input's bytes. Writer properties change encodings only: timestamp_ns is declared as the
+// sorting column (ascending, nulls last; row group metadata, not schema), dictionary encoding
+// is used for string columns and for columns read or stored as Arrow dictionaries (unique floats
+// and timestamps encode faster and smaller without it), binary columns get no min/max
+// statistics, pages are zstd.
 type Writer struct {
-	fw      *pqarrow.FileWriter
-	schema  *arrow.Schema
+	fw      *file.Writer
+	sink    *footerSink
+	layout  *Layout
+	leaves  [][]leafPath // leaf paths of each top-level field
+	ctx     context.Context
+	shred   shredder
 	rgRows  int64
 	inGroup int64               // rows held in pending
 	pending []arrow.RecordBatch // the rows of the row group being gathered
 	rows    int64
+	groups  int
 }
 
-// NewWriter starts a chunk on w. The schema must contain timestamp_ns.
-func NewWriter(w io.Writer, schema *arrow.Schema, opts WriterOptions) (*Writer, error) {
+// NewWriter starts a chunk on w with layout l.
+func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 	if opts.RowGroupRows <= 0 {
 		opts.RowGroupRows = 1 << 20
 	}
@@ -54,9 +103,8 @@ func NewWriter(w io.Writer, schema *arrow.Schema, opts WriterOptions) (*Writer, 
 	if opts.Mem == nil {
 		opts.Mem = memory.DefaultAllocator
 	}
-	tsIdx := schema.FieldIndices(TimestampColumn)
-	if len(tsIdx) != 1 {
-		return nil, fmt.Errorf("write chunk: schema has no single column %q", TimestampColumn)
+	if l == nil || l.parquet == nil || l.Footer == nil {
+		return nil, errors.New("write chunk: no layout")
 	}
 	props := []parquet.WriterProperty{
 		parquet.WithAllocator(opts.Mem),
@@ -65,47 +113,81 @@ func NewWriter(w io.Writer, schema *arrow.Schema, opts WriterOptions) (*Writer, 
 		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
 		parquet.WithDataPageSize(DataPageBytes),
 		parquet.WithCreatedBy("storeopt"),
+		parquet.WithSortingColumns([]parquet.SortingColumn{
+			{ColumnIdx: int32(l.tsLeaf), Descending: false, NullsFirst: false},
+		}),
 	}
-	for _, f := range schema.Fields() {
-		switch f.Type.ID() {
-		case arrow.STRING, arrow.LARGE_STRING:
-			props = append(props, parquet.WithDictionaryFor(f.Name, true))
-		case arrow.BINARY, arrow.LARGE_BINARY:
+	for i, col := range l.parquet.Columns() {
+		switch {
+		case l.dictionary(i, col):
+			props = append(props, parquet.WithDictionaryFor(col.Path(), true))
+		case col.PhysicalType() == parquet.Types.ByteArray:
 			// min/max of opaque payloads (camera frames) help no reader and put two whole
 			// values into every page header and the footer.
-			props = append(props, parquet.WithStatsFor(f.Name, false))
+			props = append(props, parquet.WithStatsFor(col.Path(), false))
 		}
 	}
-	if leaf, ok := leafIndexOfTopLevel(schema, tsIdx[0]); ok {
-		props = append(props, parquet.WithSortingColumns([]parquet.SortingColumn{
-			{ColumnIdx: int32(leaf), Descending: false, NullsFirst: false},
-		}))
-	}
-	fw, err := pqarrow.NewFileWriter(schema, w, parquet.NewWriterProperties(props...),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(opts.Mem)))
+	sink := &footerSink{w: w}
+	fw, err := file.NewParquetWriterWithError(sink, l.parquet.Root(),
+		file.WithWriterProps(parquet.NewWriterProperties(props...)), file.WithWriteMetadata(l.kv))
 	if err != nil {
 		return nil, fmt.Errorf("write chunk: %w", err)
 	}
-	return &Writer{fw: fw, schema: schema, rgRows: opts.RowGroupRows}, nil
+	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Mem))
+	wr := &Writer{fw: fw, sink: sink, layout: l, rgRows: opts.RowGroupRows,
+		ctx: pqarrow.NewArrowWriteContext(context.Background(), &arrowProps), shred: shredder{mem: opts.Mem}}
+	for i := range l.manifest.Fields {
+		wr.leaves = append(wr.leaves, leafPaths(&l.manifest.Fields[i]))
+	}
+	return wr, nil
 }
 
-// leafIndexOfTopLevel returns the Parquet leaf index of top-level field i when every field before
-// it is primitive (one leaf each); otherwise ok is false and no sorting column is declared.
-func leafIndexOfTopLevel(schema *arrow.Schema, i int) (int, bool) {
-	for _, f := range schema.Fields()[:i] {
-		if _, nested := f.Type.(arrow.NestedType); nested {
-			return 0, false
+// dictionary says whether leaf column i is dictionary-encoded: strings (by their Parquet
+// logical or converted type), and columns whose Arrow type, as read or as stored in
+// ARROW:schema, is a dictionary (a pandas categorical of small integers reads as plain uint8
+// but was dictionary-encoded by its writer).
+func (l *Layout) dictionary(i int, col *schema.Column) bool {
+	if col.PhysicalType() == parquet.Types.ByteArray {
+		switch col.LogicalType().(type) {
+		case schema.StringLogicalType, schema.EnumLogicalType, schema.JSONLogicalType:
+			return true
+		}
+		switch col.ConvertedType() {
+		case schema.ConvertedTypes.UTF8, schema.ConvertedTypes.Enum, schema.ConvertedTypes.JSON:
+			return true
 		}
 	}
-	return i, true
+	sf, err := l.manifest.GetColumnField(i)
+	if err != nil {
+		return false
+	}
+	if sf.Field.Type.ID() == arrow.DICTIONARY {
+		return true
+	}
+	origin := l.manifest.OriginSchema
+	if origin == nil {
+		return false
+	}
+	for p := l.manifest.GetParent(sf); p != nil; p = l.manifest.GetParent(p) {
+		sf = p
+	}
+	for top := range l.manifest.Fields {
+		if &l.manifest.Fields[top] == sf && top < origin.NumFields() {
+			return origin.Field(top).Type.ID() == arrow.DICTIONARY
+		}
+	}
+	return false
 }
 
-// Write appends the rows of rec (which must carry the writer's schema's column types), cutting
+// Write appends the rows of rec (which must carry the layout's Schema's column types), cutting
 // row groups every RowGroupRows rows. Rows are held (rec is retained, not copied) until a row
 // group is complete; the row group is then encoded column by column straight to the underlying
 // writer, so the writer holds at most one row group of Arrow data plus the buffers of the one
 // column chunk being encoded, never a row group of encoded pages of every column.
 func (w *Writer) Write(rec arrow.RecordBatch) error {
+	if err := w.checkBatch(rec); err != nil {
+		return fmt.Errorf("write chunk: %w", err)
+	}
 	n := rec.NumRows()
 	for off := int64(0); off < n; {
 		take := min(n-off, w.rgRows-w.inGroup)
@@ -128,26 +210,60 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// flushRowGroup encodes the held rows as one row group and releases them.
+func (w *Writer) checkBatch(rec arrow.RecordBatch) error {
+	want := w.layout.Schema
+	if int(rec.NumCols()) != want.NumFields() {
+		return fmt.Errorf("batch has %d columns, the chunk's schema %d", rec.NumCols(), want.NumFields())
+	}
+	for i, col := range rec.Columns() {
+		if !arrow.TypeEqual(col.DataType(), want.Field(i).Type) {
+			return fmt.Errorf("column %q: batch has type %s, the chunk's schema %s", want.Field(i).Name, col.DataType(), want.Field(i).Type)
+		}
+	}
+	return nil
+}
+
+// flushRowGroup encodes the held rows as one row group and releases them. No rows, no row
+// group: an output never has an empty row group.
 func (w *Writer) flushRowGroup() error {
 	defer w.releasePending()
-	if len(w.pending) == 0 {
+	if w.inGroup == 0 {
 		return nil
 	}
-	if err := w.fw.NewRowGroupChecked(); err != nil {
+	rgw, err := w.fw.AppendRowGroupChecked()
+	if err != nil {
 		return err
 	}
-	chunks := make([]arrow.Array, len(w.pending))
-	for i := range w.schema.NumFields() {
-		for j, rec := range w.pending {
-			chunks[j] = rec.Column(i)
+	for i, paths := range w.leaves {
+		for p := range paths {
+			path := &paths[p]
+			cw, err := rgw.NextColumn()
+			if err != nil {
+				return err
+			}
+			for _, rec := range w.pending {
+				if rec.NumRows() == 0 {
+					continue
+				}
+				if err := w.writeLeaf(cw, path, rec.Column(i)); err != nil {
+					return err
+				}
+			}
 		}
-		col := arrow.NewChunked(w.schema.Field(i).Type, chunks)
-		err := w.fw.WriteColumnChunked(col, 0, w.inGroup)
-		col.Release()
-		if err != nil {
-			return fmt.Errorf("column %q: %w", w.schema.Field(i).Name, err)
-		}
+	}
+	w.groups++
+	return rgw.Close()
+}
+
+func (w *Writer) writeLeaf(cw file.ColumnChunkWriter, path *leafPath, col arrow.Array) error {
+	lv, err := w.shred.shred(w.ctx, path, col)
+	if err != nil {
+		return err
+	}
+	defer lv.values.Release()
+	if err := pqarrow.WriteArrowToColumn(w.ctx, cw, lv.values, lv.def, lv.rep, lv.nullable); err != nil {
+		return fmt.Errorf("column %q (Arrow type %s, Parquet %s): %w", path.name, lv.values.DataType(),
+			cw.Descr().PhysicalType(), err)
 	}
 	return nil
 }
@@ -158,6 +274,7 @@ func (w *Writer) flushRowGroup() error {
 // be used afterwards.
 func (w *Writer) Discard() {
 	w.releasePending()
+	w.sink.discard = true
 	_ = w.fw.Close()
 }
 
@@ -173,14 +290,76 @@ func (w *Writer) releasePending() {
 // Rows returns the number of rows written so far.
 func (w *Writer) Rows() int64 { return w.rows }
 
-// Close finishes the footer. It does not close the underlying io.Writer.
+// RowGroups returns the number of row groups written so far.
+func (w *Writer) RowGroups() int { return w.groups }
+
+// Close writes the last row group and the footer. It does not close the underlying io.Writer.
+// A chunk without rows is refused (ErrNoRows): no output chunk is ever empty.
 func (w *Writer) Close() error {
 	err := w.flushRowGroup()
-	if cerr := w.fw.Close(); err == nil {
-		err = cerr
+	if err == nil && w.rows == 0 {
+		err = ErrNoRows
 	}
 	if err != nil {
+		w.sink.discard = true
+		_ = w.fw.Close()
 		return fmt.Errorf("write chunk: close: %w", err)
+	}
+	w.sink.capture = true
+	if err := w.fw.Close(); err != nil {
+		return fmt.Errorf("write chunk: close: %w", err)
+	}
+	if err := w.sink.writeFooter(w.layout.Footer); err != nil {
+		return fmt.Errorf("write chunk: footer: %w", err)
+	}
+	return nil
+}
+
+// ErrNoRows is returned by Writer.Close when no row was written.
+var ErrNoRows = errors.New("no rows written")
+
+// footerSink passes the data pages through to w and, once capture is set (after the last row
+// group), holds what the file writer writes at close (file metadata, its length, the magic) so
+// that writeFooter can put the input's serialized schema elements in it.
+type footerSink struct {
+	w       io.Writer
+	capture bool
+	discard bool
+	tail    bytes.Buffer
+}
+
+func (s *footerSink) Write(p []byte) (int, error) {
+	switch {
+	case s.discard:
+		return len(p), nil
+	case s.capture:
+		return s.tail.Write(p)
+	}
+	return s.w.Write(p)
+}
+
+// writeFooter writes the captured footer with its schema list replaced by f's stored bytes.
+func (s *footerSink) writeFooter(f *Footer) error {
+	tail := s.tail.Bytes()
+	if len(tail) < 8 || string(tail[len(tail)-4:]) != "PAR1" {
+		return errors.New("file writer wrote no footer")
+	}
+	n := int(binary.LittleEndian.Uint32(tail[len(tail)-8:]))
+	if n > len(tail)-8 {
+		return errors.New("file writer wrote a footer longer than its output")
+	}
+	before, meta := tail[:len(tail)-8-n], tail[len(tail)-8-n:len(tail)-8]
+	spliced, err := SpliceSchema(meta, f)
+	if err != nil {
+		return err
+	}
+	var trailer [8]byte
+	binary.LittleEndian.PutUint32(trailer[:4], uint32(len(spliced)))
+	copy(trailer[4:], "PAR1")
+	for _, b := range [][]byte{before, spliced, trailer[:]} {
+		if _, err := s.w.Write(b); err != nil {
+			return err
+		}
 	}
 	return nil
 }

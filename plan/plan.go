@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// Version is the plan format version stored with every plan.
-const Version = 1
+// Version is the plan format version stored with every plan (2: the topic's schema identity is
+// its footer, FooterID, instead of the raw ARROW:schema entry).
+const Version = 2
 
 // DefaultMaxChunkSizeBytes is the default soft limit of one output chunk (mosaicod's default).
 const DefaultMaxChunkSizeBytes = 256_000_000
@@ -62,16 +63,18 @@ type Totals struct {
 
 // Plan is the description of an optimization's output (DESIGN.md vocabulary).
 type Plan struct {
-	Version           int      `json:"version"`
-	MaxChunkSizeBytes int64    `json:"max_chunk_size_bytes"`
-	SchemaID          string   `json:"schema_id"` // verbatim ARROW:schema of the topic
-	Inputs            []Input  `json:"inputs"`
-	Outputs           []Output `json:"outputs"`
-	GroupSize         int      `json:"group_size"` // outputs per WriteChunks activity
-	BatchRows         int64    `json:"batch_rows"` // rows per record batch read or written
-	RowGroupRows      int64    `json:"row_group_rows"`
-	ArrowBytesPerRow  int64    `json:"arrow_bytes_per_row"` // average over the inputs
-	Totals            Totals   `json:"totals"`
+	Version           int   `json:"version"`
+	MaxChunkSizeBytes int64 `json:"max_chunk_size_bytes"`
+	// FooterID identifies the footer every input shares and every output must repeat:
+	// parquetio.Footer.ID (Parquet schema elements and key/value pairs, ARROW:schema included).
+	FooterID         string   `json:"footer_id"`
+	Inputs           []Input  `json:"inputs"`
+	Outputs          []Output `json:"outputs"`
+	GroupSize        int      `json:"group_size"` // outputs per WriteChunks activity
+	BatchRows        int64    `json:"batch_rows"` // rows per record batch read or written
+	RowGroupRows     int64    `json:"row_group_rows"`
+	ArrowBytesPerRow int64    `json:"arrow_bytes_per_row"` // average over the inputs
+	Totals           Totals   `json:"totals"`
 }
 
 // MaxGroups bounds the number of WriteChunks activities of one optimization when the group size

@@ -1,6 +1,9 @@
 package verify
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // MismatchError says that the output of an optimization differs from its input; What names the
 // first difference found. Nothing may be switched after it.
@@ -22,6 +25,8 @@ type OutputFacts struct {
 	Read, Written Digest
 	// Taken is which stored rows of which input chunks the chunk took.
 	Taken Taken
+	// Footer identifies the chunk's footer as read back after writing (parquetio.Footer.Digest).
+	Footer []byte
 }
 
 // Expected are the facts of all input rows (from the plan).
@@ -32,6 +37,8 @@ type Expected struct {
 	MinTs, MaxTs   *int64
 	// Inputs are the planned input chunks; their rows add up to Rows.
 	Inputs []InputChunk
+	// Footer identifies the footer every output must repeat: the inputs' (parquetio.Footer.Digest).
+	Footer []byte
 }
 
 // Check compares the outputs of an optimization with its inputs: one output per planned chunk in
@@ -42,7 +49,8 @@ type Expected struct {
 // routed rows to outputs, every row of every planned input chunk taken by exactly one output
 // (each output's Taken adds up to its rows; the Taken of all outputs add up, per input chunk,
 // to its rows 0..n-1: a row routed to two outputs and another to none is caught here, though
-// every count above still agrees). Returns a *MismatchError naming the first difference (for
+// every count above still agrees); each output's footer (Parquet schema elements and key/value
+// pairs) equal to the inputs'. Returns a *MismatchError naming the first difference (for
 // input rows: the input chunks' object keys with the rows they hold and the rows taken).
 func Check(want Expected, outs []OutputFacts) error {
 	if len(outs) != want.Outputs {
@@ -54,6 +62,9 @@ func Check(want Expected, outs []OutputFacts) error {
 		}
 		if o.Read.Rows != o.Rows || o.Written.Rows != o.Rows {
 			return mismatch("output chunk %d: %d rows, but %d read and %d encoded", i, o.Rows, o.Read.Rows, o.Written.Rows)
+		}
+		if !bytes.Equal(o.Footer, want.Footer) || len(want.Footer) == 0 {
+			return mismatch("output chunk %d: footer %x differs from the inputs' footer %x (Parquet schema elements and key/value pairs must be kept verbatim)", i, o.Footer, want.Footer)
 		}
 		if o.Read != o.Written {
 			return mismatch("output chunk %d: content digest of rows read %s differs from rows written %s", i, o.Read, o.Written)

@@ -20,8 +20,14 @@ func goodOutputs() (Expected, []OutputFacts) {
 			Taken: taken(rowsOf(12, 4, 2, 1))},
 	}
 	inputs := []InputChunk{{ID: 11, Key: "tp_A/data/00000.parquet", Rows: 7}, {ID: 12, Key: "tp_A/data/00001.parquet", Rows: 5}}
-	return Expected{Outputs: 3, Rows: 12, TimestampNulls: 2, MinTs: ptr(int64(10)), MaxTs: ptr(int64(40)), Inputs: inputs}, outs
+	for i := range outs {
+		outs[i].Footer = footer()
+	}
+	return Expected{Outputs: 3, Rows: 12, TimestampNulls: 2, MinTs: ptr(int64(10)), MaxTs: ptr(int64(40)), Inputs: inputs, Footer: footer()}, outs
 }
+
+// footer is a footer digest (any bytes: Check compares them).
+func footer() []byte { return []byte{0xf0, 0x07, 0xe4} }
 
 // rowsOf returns the positions of the given stored rows of chunk id.
 func rowsOf(id int64, rows ...int64) ChunkPositions {
@@ -49,14 +55,14 @@ func TestCheckAccepts(t *testing.T) {
 	want.Inputs = append(want.Inputs, InputChunk{ID: 13, Key: "tp_A/data/00002.parquet", Rows: 2},
 		InputChunk{ID: 14, Key: "tp_A/data/00003.parquet"})
 	outs = append(outs, OutputFacts{Ordinal: 3, Rows: 2, TimestampNulls: 2, Read: Digest{Rows: 2}, Written: Digest{Rows: 2},
-		Taken: taken(rowsOf(13, 1, 0))})
+		Taken: taken(rowsOf(13, 1, 0)), Footer: footer()})
 	if err := Check(want, outs); err != nil {
 		t.Fatalf("trailing all-null chunk refused: %v", err)
 	}
 	// A topic whose timestamps are all null.
 	allNull := []OutputFacts{{Ordinal: 0, Rows: 3, TimestampNulls: 3, Read: Digest{3, 9}, Written: Digest{3, 9},
-		Taken: taken(rowsOf(5, 2, 1, 0))}}
-	if err := Check(Expected{Outputs: 1, Rows: 3, TimestampNulls: 3, Inputs: []InputChunk{{ID: 5, Rows: 3}}}, allNull); err != nil {
+		Taken: taken(rowsOf(5, 2, 1, 0)), Footer: footer()}}
+	if err := Check(Expected{Outputs: 1, Rows: 3, TimestampNulls: 3, Inputs: []InputChunk{{ID: 5, Rows: 3}}, Footer: footer()}, allNull); err != nil {
 		t.Fatalf("all-null topic refused: %v", err)
 	}
 }
@@ -120,6 +126,10 @@ func TestCheckReportsMismatches(t *testing.T) {
 		}, []string{"input [none, none]"}},
 		{"chunks out of order", func(w *Expected, o []OutputFacts) []OutputFacts { o[1].MinTs = ptr(int64(19)); return o },
 			[]string{"output chunk 1 starts at 19", "previous chunk's last timestamp 20"}},
+		{"footer of an output", func(w *Expected, o []OutputFacts) []OutputFacts { o[1].Footer = []byte{1}; return o },
+			[]string{"output chunk 1: footer 01 differs from the inputs' footer f007e4"}},
+		{"no footer in the plan", func(w *Expected, o []OutputFacts) []OutputFacts { w.Footer = nil; return o },
+			[]string{"output chunk 0: footer f007e4 differs from the inputs' footer"}},
 		{"non-null timestamps after nulls", func(w *Expected, o []OutputFacts) []OutputFacts {
 			o[1].TimestampNulls = 1
 			w.TimestampNulls = 3

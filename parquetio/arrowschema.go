@@ -1,16 +1,20 @@
 package parquetio
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// Fingerprint returns a string that identifies schema including the metadata of the schema and of
+// fingerprint returns a string that identifies schema including the metadata of the schema and of
 // every field at every nesting level, keys in their stored order. Equal fingerprints mean the
 // schemas are equal verbatim.
-func Fingerprint(schema *arrow.Schema) string {
+func fingerprint(schema *arrow.Schema) string {
 	var b strings.Builder
 	writeMetadata(&b, schema.Metadata())
 	for _, f := range schema.Fields() {
@@ -38,11 +42,11 @@ func writeMetadata(b *strings.Builder, md arrow.Metadata) {
 	b.WriteString("}")
 }
 
-// FirstDifference describes the first difference between two schemas (schema metadata, field
-// count, a field's name, type, nullability or metadata), or returns "" when they are equal
-// verbatim.
-func FirstDifference(want, got *arrow.Schema) string {
-	if a, b := Fingerprint(want), Fingerprint(got); a == b {
+// arrowDifference describes the first difference between two Arrow schemas (schema metadata,
+// field count, a field's name, type, nullability or metadata), or returns "" when they are equal
+// verbatim. It makes a difference of two footers' ARROW:schema entries readable.
+func arrowDifference(want, got *arrow.Schema) string {
+	if a, b := fingerprint(want), fingerprint(got); a == b {
 		return ""
 	}
 	if a, b := metadataString(want.Metadata()), metadataString(got.Metadata()); a != b {
@@ -71,4 +75,25 @@ func metadataString(md arrow.Metadata) string {
 	var b strings.Builder
 	writeMetadata(&b, md)
 	return b.String()
+}
+
+// storedSchemaDifference describes how two ARROW:schema footer values differ, decoded, or
+// returns "" when either cannot be decoded.
+func storedSchemaDifference(want, got string) string {
+	a, errA := decodeArrowSchema(want)
+	b, errB := decodeArrowSchema(got)
+	if errA != nil || errB != nil {
+		return ""
+	}
+	return arrowDifference(a, b)
+}
+
+func decodeArrowSchema(raw string) (*arrow.Schema, error) {
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(raw); err != nil {
+			return nil, err
+		}
+	}
+	return flight.DeserializeSchema(b, memory.DefaultAllocator)
 }
