@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-
 	"github.com/storeopt/storeopt/parquetio"
 )
 

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/ingest"

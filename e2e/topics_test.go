@@ -137,9 +137,9 @@ func buildRecord(schema *arrow.Schema, chunk int, rows []handRow) arrow.RecordBa
 
 // topicContent is what the tests compare before and after an optimization.
 type topicContent struct {
-	rows      []string // canonical rendering of every row, sorted (the multiset)
+	rows      []string          // canonical rendering of every row, sorted (the multiset)
 	footer    *parquetio.Footer // Parquet schema elements and key/value pairs, shared by every chunk
-	ts        []*int64 // timestamps in storage order across chunks
+	ts        []*int64          // timestamps in storage order across chunks
 	srcOrder  [][2]int64
 	hasSrc    bool
 	perChunk  []int64 // rows per chunk
