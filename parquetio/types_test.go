@@ -116,4 +116,3 @@ func cmpOr(a, b arrow.DataType) arrow.DataType {
 	}
 	return b
 }
-

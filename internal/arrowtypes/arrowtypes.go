@@ -167,4 +167,3 @@ func File(tc Case, rows int) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-
