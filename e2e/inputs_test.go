@@ -227,18 +227,21 @@ func (e *env) checkUntouched(t *testing.T, before topicRecord) {
 	}
 }
 
-// storeContent maps every object key of the store to the SHA-256 of its bytes.
+// storeContent maps every object key of the store, and every temporary file of an unfinished
+// write, to the SHA-256 of its bytes.
 type storeContent map[string][32]byte
 
 func (e *env) storeContent(t *testing.T) storeContent {
 	t.Helper()
 	out := storeContent{}
-	for k := range listKeys(t, e) {
-		data, err := e.b.ReadAll(context.Background(), k)
-		if err != nil {
-			t.Fatalf("read %s: %v", k, err)
+	for _, keys := range []map[string]bool{listKeys(t, e), tempKeys(t, e)} {
+		for k := range keys {
+			data, err := e.b.ReadAll(context.Background(), k)
+			if err != nil {
+				t.Fatalf("read %s: %v", k, err)
+			}
+			out[k] = sha256.Sum256(data)
 		}
-		out[k] = sha256.Sum256(data)
 	}
 	return out
 }

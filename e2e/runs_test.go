@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/workflows"
 )
 
@@ -105,18 +107,37 @@ func TestCorruptChunkFailsOnlyItsTopic(t *testing.T) {
 	e.queueEmpty(t)
 }
 
+// listKeys returns the keys of the objects in e's store. Temporary files of unfinished writes
+// (store.IsTempKey) are not objects and are left out: see tempKeys.
 func listKeys(t *testing.T, e *env) map[string]bool {
+	t.Helper()
+	return listStore(t, e, false)
+}
+
+// tempKeys returns the keys of the temporary files of unfinished writes in e's store.
+func tempKeys(t *testing.T, e *env) map[string]bool {
+	t.Helper()
+	return listStore(t, e, true)
+}
+
+// listStore lists e's whole store: the temporary files of unfinished writes when temp is true,
+// else everything else.
+func listStore(t *testing.T, e *env, temp bool) map[string]bool {
 	t.Helper()
 	keys := map[string]bool{}
 	it := e.b.List(nil)
 	for {
 		obj, err := it.Next(context.Background())
-		if err != nil {
-			break
+		if err == io.EOF {
+			return keys
 		}
-		keys[obj.Key] = true
+		if err != nil {
+			t.Fatalf("list the store: %v", err)
+		}
+		if store.IsTempKey(obj.Key) == temp {
+			keys[obj.Key] = true
+		}
 	}
-	return keys
 }
 
 // TestConcurrentRunsOptimizeEachTopicOnce starts two runs at the same moment on two workers:

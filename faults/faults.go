@@ -3,13 +3,14 @@
 // the environment variable STOREOPT_FAULTS names the point; a production build compiles Hit to a
 // no-op and has no fault store.
 //
-// STOREOPT_FAULTS is a ";"-separated list of "point=action[*count]": action is "fail" (a
+// STOREOPT_FAULTS is a ";"-separated list of "point=action[@N][*count]": action is "fail" (a
 // retryable error), "hang" (block until the activity's context ends), "kill" (SIGKILL the worker
 // process, as a crash would), "exit" (os.Exit(3)), "panic" (panic in the goroutine that hits the
 // point: a bug) or "sleep:DURATION" (wait DURATION, a time.ParseDuration string, or until the
 // context ends, then go on: a slow step); count limits
-// how many hits act (default: every hit). Example:
-// STOREOPT_FAULTS="write-chunks.after-object=kill;store.read=fail*3".
+// how many hits act (default: every hit). "point=action@N[*count]" lets the first N-1 hits pass
+// and acts from the Nth on. Example:
+// STOREOPT_FAULTS="write-chunks.after-object=kill;store.read=fail*3;write-chunks.encode=kill@40".
 //
 // Every hit that acts writes one line "storeopt-faults: <point>=<action>" to stderr before acting,
 // so a test can tell that its fault was reached.

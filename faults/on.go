@@ -18,6 +18,7 @@ const Enabled = true
 
 type rule struct {
 	action string
+	skip   int // hits that pass before the first one that acts ("@N": N-1)
 	left   int // hits that still act; < 0 = unlimited
 }
 
@@ -48,6 +49,12 @@ func load() {
 				r.left = v
 			}
 		}
+		if a, n, ok := strings.Cut(r.action, "@"); ok {
+			r.action = a
+			if v, err := strconv.Atoi(n); err == nil && v > 1 {
+				r.skip = v - 1
+			}
+		}
 		rules[point] = r
 	}
 }
@@ -59,6 +66,11 @@ func Hit(ctx context.Context, point string) error {
 	load()
 	r := rules[point]
 	if r == nil || r.left == 0 {
+		mu.Unlock()
+		return nil
+	}
+	if r.skip > 0 {
+		r.skip--
 		mu.Unlock()
 		return nil
 	}
