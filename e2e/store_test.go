@@ -183,6 +183,7 @@ func TestWorkerKilledWhileWritingAChunk(t *testing.T) {
 	if temps := tempKeys(t, e); len(temps) != 0 {
 		t.Errorf("temporary files left after the retention: %v", temps)
 	}
+	saveHistory(t, srv.Client, e.lastRun, "cleanup-pass-temp-files")
 	equalRows(t, before.locator, before.content, readTopic(t, e.b, chunkKeys(t, e.cat, before.id)))
 	checkPrefixChunks(t, e, tp)
 }
@@ -298,9 +299,12 @@ func TestStoreFaultsEndRunsEarly(t *testing.T) {
 			t.Errorf("the summary says the store fault %d times, want once with its cause", n)
 		}
 		var res workflows.StoreOptimizerResult
-		if err := srv.Client.GetWorkflow(context.Background(), runID(t, out), "").Get(context.Background(), &res); err != nil {
+		id := runID(t, out)
+		if err := srv.Client.GetWorkflow(context.Background(), id, "").Get(context.Background(), &res); err != nil {
 			t.Fatal(err)
 		}
+		saveHistory(t, srv.Client, id, "store-optimizer-store-fault")
+		saveHistory(t, srv.Client, workflows.TopicWorkflowID(res.Failures[0].Locator), "optimize-topic-store-fault")
 		e.checkStoreFaultRun(t, res, ids, worker.StoreURL, "none of the topic's objects is in the store", "")
 	})
 }
