@@ -21,6 +21,7 @@ import (
 	"github.com/storeopt/storeopt/panics"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
+	"github.com/storeopt/storeopt/uploads"
 	"github.com/storeopt/storeopt/verify"
 )
 
@@ -30,6 +31,9 @@ type Activities struct {
 	Bucket  *blob.Bucket
 	// StoreURL is the URL Bucket was opened from: ErrTypeStore errors name it, redacted.
 	StoreURL string
+	// Uploads lists and aborts the store's unfinished uploads (cleanup); nil when the store
+	// keeps none (uploads.Open).
+	Uploads uploads.Store
 	// MemoryPoolBytes caps the memory all activities of this worker use together, bytes
 	// (STOREOPT_MEMORY_POOL_SIZE); 0 = unlimited.
 	MemoryPoolBytes int64

@@ -144,8 +144,8 @@ func upsertSchedule(ctx context.Context, c client.Client, id string, spec client
 }
 
 // WriteCleanupSummary writes the report of a finished cleanup pass: the retention, the counts of
-// prefixes by outcome and of temporary files of unfinished writes, then one line per deletion
-// error.
+// prefixes by outcome, of temporary files of unfinished file:// writes and of unfinished S3
+// multipart uploads, then one line per deletion or abort error.
 func WriteCleanupSummary(w io.Writer, workflowID string, res workflows.CleanupResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "cleanup\t%s\n", workflowID)
@@ -161,6 +161,10 @@ func WriteCleanupSummary(w io.Writer, workflowID string, res workflows.CleanupRe
 		fmt.Fprintf(tw, "temp files\t%d found, %d deleted, %d failed (left by unfinished file:// writes; younger ones wait for the retention)\n",
 			res.TempFiles, res.TempFilesDeleted, res.TempFilesFailed)
 	}
+	if res.Uploads > 0 {
+		fmt.Fprintf(tw, "uploads\t%d found, %d aborted (%d bytes), %d failed (unfinished S3 multipart uploads; younger ones and those of running optimizations are kept)\n",
+			res.Uploads, res.UploadsAborted, res.UploadBytesAborted, res.UploadsFailed)
+	}
 	if res.Ignored > 0 {
 		fmt.Fprintf(tw, "ignored\t%d (top-level entries that are not tp_<ULID>/ prefixes)\n", res.Ignored)
 	}
@@ -170,11 +174,11 @@ func WriteCleanupSummary(w io.Writer, workflowID string, res workflows.CleanupRe
 	if len(res.Errors) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\ndeletion errors:")
+	fmt.Fprintln(w, "\ndeletion and abort errors:")
 	for _, e := range res.Errors {
 		fmt.Fprintln(w, oneLine(e))
 	}
-	if more := res.DeleteFailed + res.TempFilesFailed - len(res.Errors); more > 0 {
+	if more := res.DeleteFailed + res.TempFilesFailed + res.UploadsFailed - len(res.Errors); more > 0 {
 		fmt.Fprintf(w, "… %d more (see the worker log)\n", more)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/storeopt/storeopt/activities"
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/uploads"
 	"github.com/storeopt/storeopt/workflows"
 )
 
@@ -59,6 +60,10 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 			logger.Warn("close store", "store", RedactURL(cfg.StoreURL), "error", err)
 		}
 	}()
+	unfinished, err := uploads.Open(bucket, cfg.StoreURL)
+	if err != nil {
+		return err
+	}
 	if err := EnsureSearchAttributes(ctx, c, cfg.Namespace); err != nil {
 		return err
 	}
@@ -81,6 +86,7 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 		Catalog:         cat,
 		Bucket:          bucket,
 		StoreURL:        cfg.StoreURL,
+		Uploads:         unfinished,
 		MemoryPoolBytes: cfg.MemoryPoolBytes,
 		QuarantineAfter: cfg.QuarantineAfter,
 	})

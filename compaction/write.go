@@ -72,7 +72,7 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 	if err != nil {
 		return res, fmt.Errorf("create %s: %w", key, err)
 	}
-	cw := &countingWriter{w: bw}
+	cw := &countingWriter{ctx: uctx, w: bw}
 	pw, err := parquetio.NewWriter(cw, writerLayout(layout), parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows, Mem: mem})
 	if err != nil {
 		abort()
@@ -187,12 +187,17 @@ func checkWrittenFooter(ctx context.Context, b *blob.Bucket, key string, want *p
 }
 
 type countingWriter struct {
-	w io.Writer
-	n int64
+	ctx context.Context // hits faults.WriteChunksUploading with it
+	w   io.Writer
+	n   int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
+	before := c.n
 	c.n += int64(n)
+	if faults.Enabled && err == nil && c.n>>20 > before>>20 {
+		err = faults.Hit(c.ctx, faults.WriteChunksUploading)
+	}
 	return n, err
 }

@@ -29,6 +29,13 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	b, storeURL := testenv.NewBucket(t)
+	return newEnvOn(t, b, storeURL)
+}
+
+// newEnvOn is newEnv with the given store (b, opened from storeURL) instead of a file store.
+func newEnvOn(t *testing.T, b *blob.Bucket, storeURL string) *env {
+	t.Helper()
 	srv := testenv.StartDevServer(t)
 	dbURL := pgtest.NewDatabase(t)
 	cat, err := catalog.Open(context.Background(), dbURL)
@@ -36,7 +43,6 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(cat.Close)
-	b, storeURL := testenv.NewBucket(t)
 	return &env{srv: srv, cat: cat, b: b, cfg: srv.Config(dbURL, storeURL)}
 }
 

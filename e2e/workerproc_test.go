@@ -120,11 +120,13 @@ func (p *workerProc) kill() {
 }
 
 // workerSupervisor keeps one worker process running for an environment, as systemd would: when
-// the process dies it starts a new one, without faults.
+// the process dies it starts a new one, without faults (or with those of setRestartFaults).
 type workerSupervisor struct {
 	log *procLog
 	mu  sync.Mutex
 	cur *workerProc
+	// restartFaults is the STOREOPT_FAULTS of the processes it starts after a death.
+	restartFaults string
 	// starts counts the processes started; deaths lists how each one that died ended.
 	starts     int
 	deaths     []string
@@ -176,7 +178,7 @@ func (s *workerSupervisor) supervise(e *env) {
 			return
 		}
 		s.deaths = append(s.deaths, fmt.Sprint(p.err))
-		next, err := launchWorker(e, "", s.log)
+		next, err := launchWorker(e, s.restartFaults, s.log)
 		if err != nil {
 			s.restartErr = err.Error()
 			s.mu.Unlock()
@@ -186,6 +188,23 @@ func (s *workerSupervisor) supervise(e *env) {
 		s.starts++
 		s.mu.Unlock()
 	}
+}
+
+// setRestartFaults sets the STOREOPT_FAULTS of the worker processes started after the next deaths.
+func (s *workerSupervisor) setRestartFaults(spec string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.restartFaults = spec
+}
+
+// killCurrent SIGKILLs the running worker process, as a crash would, and waits for it to exit;
+// the supervisor then starts the next one. It returns the process it killed.
+func (s *workerSupervisor) killCurrent() *workerProc {
+	s.mu.Lock()
+	p := s.cur
+	s.mu.Unlock()
+	p.kill()
+	return p
 }
 
 // stop ends supervision and kills the running worker process.

@@ -59,6 +59,12 @@ const (
 // GoroutinePoints lists the points inside goroutines that activities start.
 var GoroutinePoints = []string{ReadSortScan, WriteChunksMerge, WriteChunksEncode}
 
+// WriteChunksUploading is hit each time another MiB of an output chunk has been handed to the
+// store's writer, while its upload (an S3 multipart upload, for outputs over one part) is
+// under way. It is not in Points: the fault suite's outputs are smaller than a MiB. A sleep
+// here slows the upload down so that a test can kill the worker in its middle.
+const WriteChunksUploading = "write-chunks.uploading"
+
 // Points lists every point, for suites that try each one.
 var Points = []string{LeaseAfter, ReadSortStart, ReadSortBeforeSave, WriteChunksBeforeWrite,
 	WriteChunksAfterWrite, WriteChunksAfterStage, CommitBeforeTx, CommitAfterTx, ReleaseBefore,

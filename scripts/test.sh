@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # storeopt quick start, second command: every check CI runs.
 #
-# Builds (once) the Temporal CLI the integration tests start their dev servers from, makes sure
-# PostgreSQL runs, then: go vet, the workflow determinism check (scripts/workflowcheck.sh) and
-# go test over every package. Extra arguments go to `go test` (e.g. -run TestX -v ./app); without a
-# package argument all packages (./...) are tested.
+# Builds (once) the Temporal CLI the integration tests start their dev servers from and the Versity
+# S3 gateway the S3 tests start, makes sure PostgreSQL runs, then: go vet, the workflow determinism
+# check (scripts/workflowcheck.sh) and go test over every package. Extra arguments go to `go test`
+# (e.g. -run TestX -v ./app); without a package argument all packages (./...) are tested.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$STOREOPT_ROOT"
 
 STOREOPT_TEMPORAL_CLI="$(scripts/temporal-cli.sh)"
 export STOREOPT_TEMPORAL_CLI
+STOREOPT_VERSITYGW="$(scripts/versitygw.sh)"
+export STOREOPT_VERSITYGW
 scripts/ensure-postgres.sh
 
 # The tests are built with the fault-injection points compiled in (package faults); they stay

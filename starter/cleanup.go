@@ -14,8 +14,8 @@ import (
 )
 
 // errDeleteFailed is returned by a cleanup pass in which at least one prefix or temporary file
-// could not be deleted (exit status 1).
-var errDeleteFailed = errors.New("some prefixes or temporary files could not be deleted")
+// could not be deleted or an unfinished upload not aborted (exit status 1).
+var errDeleteFailed = errors.New("some prefixes or temporary files could not be deleted, or uploads not aborted")
 
 func newCleanupCommand(e *env) *cobra.Command {
 	var (
@@ -27,7 +27,8 @@ func newCleanupCommand(e *env) *cobra.Command {
 		Use:   "cleanup",
 		Short: "Delete unreferenced data prefixes after a retention period, once or on a schedule",
 		Long: `Without --time-interval or --cron: start one CleanupWorkflow pass ("storeopt-cleanup-<ULID>"),
-wait for it and print a report. Exit status 1 when a prefix or temporary file could not be deleted.
+wait for it and print a report. Exit status 1 when a prefix or temporary file could not be deleted
+or an unfinished upload not aborted.
 
 A pass lists every top-level tp_<ULID>/ prefix of the store. A prefix that a topic (its data
 prefix), a running optimization (its lease's fresh prefix) or a plan references is kept. An
@@ -37,7 +38,9 @@ checked again and its objects deleted. The old prefix of an optimized topic thus
 retention period, so readers that resolved it just before the switch keep working. In a file://
 store, temporary files that killed writes left behind (<key>.<random>.tmp) are deleted once
 they were last written --retention-duration seconds ago, also inside referenced prefixes (never
-under a running optimization's fresh prefix).
+under a running optimization's fresh prefix). In an S3 store, unfinished multipart uploads (a
+killed worker's or ingester's, whose parts S3 keeps and bills) under tp_<ULID>/ keys are aborted
+once they were started --retention-duration seconds ago (never a running optimization's).
 
 With --time-interval SECONDS (> 0) or --cron EXPR: create the Temporal Schedule
 "` + app.CleanupScheduleID + `" (or update it when it exists) to run passes with this retention
@@ -61,7 +64,7 @@ periodically; a pass still going when the next one is due makes the schedule ski
 				wait:    app.WaitCleanup,
 				summary: app.WriteCleanupSummary,
 				failed: func(res workflows.CleanupResult) error {
-					if res.DeleteFailed > 0 || res.TempFilesFailed > 0 {
+					if res.DeleteFailed > 0 || res.TempFilesFailed > 0 || res.UploadsFailed > 0 {
 						return errDeleteFailed
 					}
 					return nil

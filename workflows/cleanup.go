@@ -19,11 +19,16 @@ const (
 	cleanupStepMark      = "mark"
 	cleanupStepDelete    = "delete"
 	cleanupStepTempFiles = "temp-files"
+	cleanupStepUploads   = "uploads"
 )
 
 // cleanupTempFilesChange is the workflow.GetVersion change ID of the DeleteTempFiles step:
 // passes recorded before it have no such step.
 const cleanupTempFilesChange = "cleanup-temp-files"
+
+// cleanupUploadsChange is the workflow.GetVersion change ID of the AbortAbandonedUploads step:
+// passes recorded before it have no such step.
+const cleanupUploadsChange = "cleanup-abort-unfinished-uploads"
 
 // CleanupInput is the input of CleanupWorkflow.
 type CleanupInput struct {
@@ -59,7 +64,14 @@ type CleanupResult struct {
 	TempFiles        int
 	TempFilesDeleted int
 	TempFilesFailed  int
-	Errors           []string // the first deletion errors (at most activities.MaxCleanupErrors)
+	// Unfinished S3 multipart uploads (left by killed writers) found under "tp_<ULID>/" keys,
+	// aborted (started before the retention, outside live leases) with the bytes their parts
+	// held, and those the store refused to abort (retried by the next pass).
+	Uploads            int
+	UploadsAborted     int
+	UploadBytesAborted int64
+	UploadsFailed      int
+	Errors             []string // the first deletion and abort errors (at most activities.MaxCleanupErrors)
 }
 
 // CleanupWorkflow is one pass of the cleanup routine: MarkPrefixes lists every top-level
@@ -68,7 +80,10 @@ type CleanupResult struct {
 // DeleteMarkedPrefixes deletes the objects of every prefix marked at least RetentionDuration ago
 // that is still unreferenced, deciding each one in a catalog transaction; last, DeleteTempFiles
 // deletes the temporary files that killed writes left in a file:// store (also in referenced
-// prefixes, never under a live lease) once they are RetentionDuration old. The old prefix of an
+// prefixes, never under a live lease) once they are RetentionDuration old, and
+// AbortAbandonedUploads aborts the unfinished multipart uploads of an S3 store under
+// "tp_<ULID>/" keys (never under a live lease) started at least RetentionDuration ago. The old
+// prefix of an
 // optimized topic is thus deleted one retention period after the first pass that sees it
 // unreferenced, so readers that resolved it just before the switch keep working.
 //
@@ -77,7 +92,8 @@ type CleanupResult struct {
 // and left marked for the next pass; the workflow fails only when an activity fails after its
 // retries, or with a non-retryable activities.ErrTypeInput error for a negative retention.
 //
-// Queries: ProgressQuery returns the current step ("mark", "delete", "temp-files", "done").
+// Queries: ProgressQuery returns the current step ("mark", "delete", "temp-files", "uploads",
+// "done").
 func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, error) {
 	retention := DefaultRetentionDuration
 	if in.RetentionDuration != nil {
@@ -125,12 +141,24 @@ func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, erro
 		res.TempFiles, res.TempFilesDeleted, res.TempFilesFailed = temp.Found, temp.Deleted, temp.Failed
 		res.Errors = append(res.Errors, temp.Errors[:min(len(temp.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
 	}
+	if workflow.GetVersion(ctx, cleanupUploadsChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		step = cleanupStepUploads
+		var up activities.AbortUploadsResult
+		if err := workflow.ExecuteActivity(actx, a.AbortAbandonedUploads, activities.AbortUploadsInput{
+			RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &up); err != nil {
+			return res, err
+		}
+		res.Uploads, res.UploadsAborted, res.UploadBytesAborted, res.UploadsFailed = up.Found, up.Aborted, up.AbortedBytes, up.Failed
+		res.Errors = append(res.Errors, up.Errors[:min(len(up.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
+	}
 
 	step = stepDone
 	logger.Info("Cleanup finished", "RetentionDuration", retention, "Prefixes", res.Prefixes,
 		"Referenced", res.Referenced, "Marked", res.Marked, "Unmarked", res.Unmarked, "Pending", res.Pending,
 		"Deleted", res.Deleted, "DeletedObjects", res.DeletedObjects, "DeleteFailed", res.DeleteFailed,
-		"TempFiles", res.TempFiles, "TempFilesDeleted", res.TempFilesDeleted, "TempFilesFailed", res.TempFilesFailed)
+		"TempFiles", res.TempFiles, "TempFilesDeleted", res.TempFilesDeleted, "TempFilesFailed", res.TempFilesFailed,
+		"Uploads", res.Uploads, "UploadsAborted", res.UploadsAborted, "UploadBytesAborted", res.UploadBytesAborted,
+		"UploadsFailed", res.UploadsFailed)
 	for _, e := range res.Errors {
 		logger.Warn("Prefix not deleted", "Error", e)
 	}

@@ -35,6 +35,14 @@ func runCleanup(t *testing.T, in CleanupInput, deleted activities.DeleteMarkedPr
 			return activities.DeleteTempFilesResult{Found: 4, Deleted: 2, Pending: 1, Failed: 1,
 				Errors: []string{"temporary file tp_Y/data/00000.parquet.1f.tmp: permission denied"}}, nil
 		}).Maybe()
+	env.OnActivity(a.AbortAbandonedUploads, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AbortUploadsInput) (activities.AbortUploadsResult, error) {
+			if in.RetentionDuration != got {
+				return activities.AbortUploadsResult{}, fmt.Errorf("AbortAbandonedUploads: retention %s, DeleteMarkedPrefixes %s", in.RetentionDuration, got)
+			}
+			return activities.AbortUploadsResult{Kind: "S3 multipart upload", Found: 5, Aborted: 2, AbortedBytes: 5 << 20,
+				Pending: 1, InFlight: 1, Failed: 1, Errors: []string{"S3 multipart upload u1 of tp_Z/data/00000.parquet: access denied"}}, nil
+		}).Maybe()
 	env.ExecuteWorkflow(CleanupWorkflow, in)
 	require.True(t, env.IsWorkflowCompleted())
 	var res CleanupResult
@@ -53,7 +61,9 @@ func TestCleanupWorkflowCombinesCounts(t *testing.T) {
 	require.Zero(t, retention, "0 deletes at once")
 	require.Equal(t, CleanupResult{Prefixes: 10, Referenced: 6, Marked: 2, Unmarked: 2, Ignored: 1,
 		Deleted: 3, DeletedObjects: 40, DeleteFailed: 1, TempFiles: 4, TempFilesDeleted: 2, TempFilesFailed: 1,
-		Errors: []string{"prefix tp_X: permission denied", "temporary file tp_Y/data/00000.parquet.1f.tmp: permission denied"}}, res)
+		Uploads: 5, UploadsAborted: 2, UploadBytesAborted: 5 << 20, UploadsFailed: 1,
+		Errors: []string{"prefix tp_X: permission denied", "temporary file tp_Y/data/00000.parquet.1f.tmp: permission denied",
+			"S3 multipart upload u1 of tp_Z/data/00000.parquet: access denied"}}, res)
 }
 
 func TestCleanupWorkflowRetention(t *testing.T) {

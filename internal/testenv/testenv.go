@@ -1,6 +1,7 @@
 // Package testenv gives integration tests the real parts of a storeopt deployment: a Temporal
 // dev server (the CLI binary built by scripts/temporal-cli.sh), a file:// object store in a
-// temporary directory and a worker running app.RunWorker. For a catalog database use
+// temporary directory, a real S3 server (the Versity S3 gateway built by scripts/versitygw.sh)
+// and a worker running app.RunWorker. For a catalog database use
 // internal/pgtest.
 //
 // Missing infrastructure skips a test, unless $CI is set: then it fails, so CI never passes by
@@ -36,7 +37,11 @@ const EnvTemporalCLI = "STOREOPT_TEMPORAL_CLI"
 
 // CachedCLIPath returns where scripts/temporal-cli.sh caches the CLI:
 // ${STOREOPT_CACHE:-$HOME/.cache/storeopt}/bin/temporal.
-func CachedCLIPath() string {
+func CachedCLIPath() string { return cachedPath("temporal") }
+
+// cachedPath returns ${STOREOPT_CACHE:-$HOME/.cache/storeopt}/bin/<name>, where the scripts cache
+// the binaries they build.
+func cachedPath(name string) string {
 	dir := os.Getenv("STOREOPT_CACHE")
 	if dir == "" {
 		home, err := os.UserHomeDir()
@@ -45,7 +50,7 @@ func CachedCLIPath() string {
 		}
 		dir = filepath.Join(home, ".cache", "storeopt")
 	}
-	return filepath.Join(dir, "bin", "temporal")
+	return filepath.Join(dir, "bin", name)
 }
 
 // TemporalCLI returns the path of the Temporal CLI binary: $STOREOPT_TEMPORAL_CLI, else
@@ -53,14 +58,21 @@ func CachedCLIPath() string {
 // with a message saying how to build it.
 func TemporalCLI(t testing.TB) string {
 	t.Helper()
-	path := os.Getenv(EnvTemporalCLI)
+	return cachedBinary(t, EnvTemporalCLI, "temporal", "scripts/temporal-cli.sh")
+}
+
+// cachedBinary returns $<envVar>, else cachedPath(name), when it is an executable file; else it
+// skips the test (fails it when $CI is set), saying that script builds it.
+func cachedBinary(t testing.TB, envVar, name, script string) string {
+	t.Helper()
+	path := os.Getenv(envVar)
 	if path == "" {
-		path = CachedCLIPath()
+		path = cachedPath(name)
 	}
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 		return path
 	}
-	missing(t, "Temporal CLI not found at "+path+" (run scripts/temporal-cli.sh, or set "+EnvTemporalCLI+")")
+	missing(t, name+" not found at "+path+" (run "+script+", or set "+envVar+")")
 	return ""
 }
 
