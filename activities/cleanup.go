@@ -59,10 +59,7 @@ type markProgress struct {
 // the counts. Store and catalog errors are returned for Temporal to retry; a retry resumes after
 // the last page recorded.
 func (a *Activities) MarkPrefixes(ctx context.Context, in MarkPrefixesInput) (MarkPrefixesResult, error) {
-	pageSize := in.PageSize
-	if pageSize <= 0 {
-		pageSize = DefaultCleanupPageSize
-	}
+	pageSize := cleanupPageSize(in.PageSize)
 	p := markProgress{PageToken: blob.FirstPageToken}
 	resumeFrom(ctx, &p)
 	for {
@@ -92,6 +89,14 @@ func (a *Activities) MarkPrefixes(ctx context.Context, in MarkPrefixesInput) (Ma
 		"marked", p.Result.Marked, "unmarked", p.Result.Unmarked, "pending", p.Result.Pending,
 		"ignored", p.Result.Ignored)
 	return p.Result, nil
+}
+
+// cleanupPageSize is n, or DefaultCleanupPageSize when n is not positive.
+func cleanupPageSize(n int) int {
+	if n <= 0 {
+		return DefaultCleanupPageSize
+	}
+	return n
 }
 
 // listDataPrefixes lists one page of the store's top-level entries (delimiter "/") from
@@ -148,10 +153,7 @@ func (a *Activities) DeleteMarkedPrefixes(ctx context.Context, in DeleteMarkedPr
 		return DeleteMarkedPrefixesResult{}, a.classify("(cleanup)", fmt.Errorf("retention duration %s is negative: %w",
 			in.RetentionDuration, catalog.ErrInvalid))
 	}
-	pageSize := in.PageSize
-	if pageSize <= 0 {
-		pageSize = DefaultCleanupPageSize
-	}
+	pageSize := cleanupPageSize(in.PageSize)
 	var p deleteProgress
 	resumeFrom(ctx, &p)
 	for {

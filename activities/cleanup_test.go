@@ -12,6 +12,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/storeopt/storeopt/activities"
+	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/store"
 )
@@ -27,16 +28,24 @@ func exists(t *testing.T, a *activities.Activities, key string) bool {
 	return ok
 }
 
-// TestCleanupActivities: MarkPrefixes pages through the store's top-level prefixes and marks
-// only the unreferenced one; DeleteMarkedPrefixes keeps it during the retention and deletes it
-// with retention 0, keeping the topic's prefix and the live lease's fresh prefix.
-func TestCleanupActivities(t *testing.T) {
+// leasedTopic sets up a small topic with a live lease of the run "run-live" and returns the
+// activities, a context of that run, the topic and the lease.
+func leasedTopic(t *testing.T) (*activities.Activities, context.Context, catalog.Topic, activities.LeaseResult) {
+	t.Helper()
 	a, ts := setup(t, 0, smallTopic())
 	ctx := activities.WithRun(context.Background(), "test-owner", "run-live")
 	topic, err := a.Catalog.Topic(ctx, ts[0].TopicID)
 	require.NoError(t, err)
 	lease, err := a.Lease(ctx, activities.LeaseInput{TopicID: ts[0].TopicID})
 	require.NoError(t, err)
+	return a, ctx, topic, lease
+}
+
+// TestCleanupActivities: MarkPrefixes pages through the store's top-level prefixes and marks
+// only the unreferenced one; DeleteMarkedPrefixes keeps it during the retention and deletes it
+// with retention 0, keeping the topic's prefix and the live lease's fresh prefix.
+func TestCleanupActivities(t *testing.T) {
+	a, ctx, topic, lease := leasedTopic(t)
 	freshKey := store.ChunkKey(lease.FreshPrefix, 0)
 	orphan := store.NewPrefix()
 	for _, k := range []string{freshKey, store.ChunkKey(orphan, 0), store.MetadataKey(orphan), "README.txt", "other/x"} {
@@ -121,12 +130,7 @@ func TestReleaseCountsInputFailures(t *testing.T) {
 // live lease's fresh prefix, are kept; objects and entries outside "tp_<ULID>/" prefixes are
 // never touched. A store other than file:// has none.
 func TestDeleteTempFiles(t *testing.T) {
-	a, ts := setup(t, 0, smallTopic())
-	ctx := activities.WithRun(context.Background(), "test-owner", "run-live")
-	topic, err := a.Catalog.Topic(ctx, ts[0].TopicID)
-	require.NoError(t, err)
-	lease, err := a.Lease(ctx, activities.LeaseInput{TopicID: ts[0].TopicID})
-	require.NoError(t, err)
+	a, ctx, topic, lease := leasedTopic(t)
 	u, err := url.Parse(a.StoreURL)
 	require.NoError(t, err)
 	orphan := store.NewPrefix()

@@ -58,10 +58,7 @@ func (a *Activities) DeleteTempFiles(ctx context.Context, in DeleteTempFilesInpu
 	if !store.IsFileStore(a.Bucket) {
 		return DeleteTempFilesResult{}, nil
 	}
-	pageSize := in.PageSize
-	if pageSize <= 0 {
-		pageSize = DefaultCleanupPageSize
-	}
+	pageSize := cleanupPageSize(in.PageSize)
 	p := tempFilesProgress{PageToken: blob.FirstPageToken}
 	resumeFrom(ctx, &p)
 	for {

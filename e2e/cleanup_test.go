@@ -238,11 +238,17 @@ func equalCleanup(got, want workflows.CleanupResult) bool {
 // cleanupID returns the workflow ID the starter's cleanup report names.
 func cleanupID(t *testing.T, out string) string {
 	t.Helper()
+	return reportedID(t, out, "cleanup")
+}
+
+// reportedID returns the workflow ID on the line "<label> <ID>" of the starter's output.
+func reportedID(t *testing.T, out, label string) string {
+	t.Helper()
 	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "cleanup" {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == label {
 			return f[1]
 		}
 	}
-	t.Fatalf("no cleanup workflow ID in the starter's output:\n%s", out)
+	t.Fatalf("no %s workflow ID in the starter's output:\n%s", label, out)
 	return ""
 }

@@ -299,7 +299,7 @@ func TestStoreFaultsEndRunsEarly(t *testing.T) {
 			t.Errorf("the summary says the store fault %d times, want once with its cause", n)
 		}
 		var res workflows.StoreOptimizerResult
-		id := runID(t, out)
+		id := reportedID(t, out, "run")
 		if err := srv.Client.GetWorkflow(context.Background(), id, "").Get(context.Background(), &res); err != nil {
 			t.Fatal(err)
 		}
@@ -307,16 +307,4 @@ func TestStoreFaultsEndRunsEarly(t *testing.T) {
 		saveHistory(t, srv.Client, workflows.TopicWorkflowID(res.Failures[0].Locator), "optimize-topic-store-fault")
 		e.checkStoreFaultRun(t, res, ids, worker.StoreURL, "none of the topic's objects is in the store", "")
 	})
-}
-
-// runID returns the workflow ID the starter's run summary names.
-func runID(t *testing.T, out string) string {
-	t.Helper()
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "run" {
-			return f[1]
-		}
-	}
-	t.Fatalf("no run workflow ID in the starter's output:\n%s", out)
-	return ""
 }

@@ -233,6 +233,17 @@ func TestIsAlreadyStarted(t *testing.T) {
 	require.False(t, isAlreadyStarted(nil))
 }
 
+// recordReleases mocks Release: every input is appended to *released (under mu).
+func recordReleases(env *testsuite.TestWorkflowEnvironment, mu *sync.Mutex, released *[]activities.ReleaseInput) {
+	env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReleaseInput) (activities.ReleaseResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			*released = append(*released, in)
+			return activities.ReleaseResult{Released: true}, nil
+		})
+}
+
 func TestStoreOptimizerRecordsFailedTopicsFromRealChildren(t *testing.T) {
 	env := newTestEnv(t)
 	q := newQueue("seq/a", "seq/b", "seq/c")
@@ -251,13 +262,7 @@ func TestStoreOptimizerRecordsFailedTopicsFromRealChildren(t *testing.T) {
 	env.OnActivity(a.WriteChunks, mock.Anything, mock.Anything).Return(activities.WriteChunksResult{}, nil)
 	env.OnActivity(a.Commit, mock.Anything, mock.Anything).Return(activities.CommitResult{
 		InputChunks: 5, OutputChunks: 1, Rows: 50, InputBytes: 500, OutputBytes: 400}, nil)
-	env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ReleaseInput) (activities.ReleaseResult, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			released = append(released, in)
-			return activities.ReleaseResult{Released: true}, nil
-		})
+	recordReleases(env, &mu, &released)
 
 	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{})
 
@@ -379,13 +384,7 @@ func TestStoreOptimizerStopsOnAStoreFault(t *testing.T) {
 				mu.Unlock()
 				return activities.WriteChunksResult{}, storeFaultErr(fmt.Sprintf("seq/t%d", in.TopicID/10-1), "file:///s", "read-only file system")
 			})
-		env.OnActivity(a.Release, mock.Anything, mock.Anything).Return(
-			func(_ context.Context, in activities.ReleaseInput) (activities.ReleaseResult, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				released = append(released, in)
-				return activities.ReleaseResult{Released: true}, nil
-			})
+		recordReleases(env, &mu, &released)
 	}
 
 	next, res := runLegs(t, StoreOptimizerInput{PageSize: 6, MaxConcurrentTopics: 2}, setup)
