@@ -80,18 +80,6 @@ func (e *env) runCleanup(t *testing.T, retention time.Duration) workflows.Cleanu
 	return res
 }
 
-// prefixObjects returns how many objects the store holds under "<prefix>/".
-func (e *env) prefixObjects(t *testing.T, prefix string) int {
-	t.Helper()
-	n := 0
-	for k := range listKeys(t, e) {
-		if strings.HasPrefix(k, prefix+"/") {
-			n++
-		}
-	}
-	return n
-}
-
 // TestCleanup optimizes two topics, then runs cleanup passes over a store that also holds a live
 // lease's first object, a hand-written orphan prefix and an orphan that a topic adopts later:
 // with retention 1h everything unreferenced is only marked; with retention 0 (through the
@@ -147,7 +135,7 @@ func TestCleanup(t *testing.T) {
 	kept := append(append([]string{leased.DataPrefix, lease.FreshPrefix}, current...), adopted)
 	before := map[string]int{}
 	for _, p := range append(append([]string{orphan}, old...), kept...) {
-		before[p] = e.prefixObjects(t, p)
+		before[p] = e.objectsUnder(t, p)
 		if before[p] == 0 {
 			t.Fatalf("prefix %s has no objects before cleanup", p)
 		}
@@ -160,7 +148,7 @@ func TestCleanup(t *testing.T) {
 		t.Fatalf("cleanup with retention 1h: %+v, want %+v", res, want)
 	}
 	for p, n := range before {
-		if got := e.prefixObjects(t, p); got != n {
+		if got := e.objectsUnder(t, p); got != n {
 			t.Errorf("prefix %s: %d objects after a 1h-retention pass, want %d", p, got, n)
 		}
 	}
@@ -190,12 +178,12 @@ func TestCleanup(t *testing.T) {
 		t.Fatalf("cleanup with retention 0: %+v, want %+v", res, want)
 	}
 	for _, p := range append([]string{orphan}, old...) {
-		if n := e.prefixObjects(t, p); n != 0 {
+		if n := e.objectsUnder(t, p); n != 0 {
 			t.Errorf("prefix %s: %d objects left, want it deleted", p, n)
 		}
 	}
 	for _, p := range kept {
-		if got := e.prefixObjects(t, p); got != before[p] {
+		if got := e.objectsUnder(t, p); got != before[p] {
 			t.Errorf("referenced prefix %s: %d objects, want %d", p, got, before[p])
 		}
 	}

@@ -8,8 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	"gocloud.dev/blob"
+
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/store"
@@ -121,22 +124,58 @@ func tempKeys(t *testing.T, e *env) map[string]bool {
 }
 
 // listStore lists e's whole store: the temporary files of unfinished writes when temp is true,
-// else everything else.
+// else everything else. A listing error fails the test: a partial listing would make "nothing
+// left behind" and "no object under the prefix" pass.
 func listStore(t *testing.T, e *env, temp bool) map[string]bool {
 	t.Helper()
+	keys, err := storeKeys(context.Background(), e.b, temp)
+	if err != nil {
+		t.Fatalf("list the store: %v", err)
+	}
+	return keys
+}
+
+// storeKeys lists b's keys: those of temporary files of unfinished writes when temp is true, else
+// every other one. It returns the first listing error.
+func storeKeys(ctx context.Context, b *blob.Bucket, temp bool) (map[string]bool, error) {
 	keys := map[string]bool{}
-	it := e.b.List(nil)
+	it := b.List(nil)
 	for {
-		obj, err := it.Next(context.Background())
+		obj, err := it.Next(ctx)
 		if err == io.EOF {
-			return keys
+			return keys, nil
 		}
 		if err != nil {
-			t.Fatalf("list the store: %v", err)
+			return nil, err
 		}
 		if store.IsTempKey(obj.Key) == temp {
 			keys[obj.Key] = true
 		}
+	}
+}
+
+// TestStoreKeysFailsOnListingError: the listing behind listKeys returns the store's listing
+// error (the fault store failing its list requests, as an unreachable store would) instead of
+// the keys seen so far, so the store checks of these tests cannot pass on a partial listing.
+func TestStoreKeysFailsOnListingError(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := blob.OpenBucket(ctx, faults.StoreScheme+"://"+dir)
+	if err != nil {
+		t.Fatalf("open the fault store (tests need -tags storeopt_faults): %v", err)
+	}
+	defer b.Close()
+	for _, k := range []string{"tp_A/metadata.json", "tp_A/data/00000.parquet", "tp_B/data/00000.parquet"} {
+		if err := b.WriteAll(ctx, k, []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(faults.EnvVar, faults.StoreList+"=fail*1")
+	if keys, err := storeKeys(ctx, b, false); err == nil {
+		t.Fatalf("a failing listing gave %v and no error", keys)
+	}
+	if keys, err := storeKeys(ctx, b, false); err != nil || len(keys) != 3 {
+		t.Fatalf("listing once the store answers again: %v, %v; want the 3 keys", keys, err)
 	}
 }
 

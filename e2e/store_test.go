@@ -79,7 +79,7 @@ func TestStoreOnAnotherFilesystem(t *testing.T) {
 		t.Fatalf("starter cleanup exited %d:\n%s", code, out)
 	}
 	for _, s := range topics {
-		if n := e.prefixObjects(t, s.topic.DataPrefix); n != 0 {
+		if n := e.objectsUnder(t, s.topic.DataPrefix); n != 0 {
 			t.Errorf("topic %s: %d objects left in the old prefix after cleanup", s.locator, n)
 		}
 		equalRows(t, s.locator, s.content, readTopic(t, e.b, chunkKeys(t, e.cat, s.id)))

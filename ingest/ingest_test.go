@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"regexp"
 	"slices"
@@ -154,9 +155,10 @@ func TestIngestTestPreset(t *testing.T) {
 			iter := bucket.List(&blob.ListOptions{Prefix: got.Prefix + "/data/"})
 			for {
 				obj, err := iter.Next(ctx)
-				if err != nil {
+				if err == io.EOF {
 					break
 				}
+				require.NoError(t, err, "list the store")
 				keys = append(keys, obj.Key)
 			}
 			chunks, err := cat.Chunks(ctx, got.TopicID)
@@ -270,9 +272,10 @@ func ingestBytes(t *testing.T, opts ingest.Options) map[string][]byte {
 		iter := bucket.List(&blob.ListOptions{Prefix: tp.Prefix + "/"})
 		for {
 			obj, err := iter.Next(ctx)
-			if err != nil {
+			if err == io.EOF {
 				break
 			}
+			require.NoError(t, err, "list the store")
 			body, err := bucket.ReadAll(ctx, obj.Key)
 			require.NoError(t, err)
 			out[tp.Locator+":"+obj.Key[len(tp.Prefix)+1:]] = body
