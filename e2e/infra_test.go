@@ -3,21 +3,18 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/faults"
+	"github.com/storeopt/storeopt/internal/pgtest"
 	"github.com/storeopt/storeopt/internal/testenv"
 )
-
-// EnvTestPGRestart enables TestInfraPostgresRestart, which restarts the machine's PostgreSQL
-// server (and so breaks every other test using it at that moment).
-const EnvTestPGRestart = "STOREOPT_TEST_PG_RESTART"
 
 // checkAllOptimized checks every snapshot's topic is optimized, the queue is empty and nothing
 // but the new prefixes was added to the store.
@@ -87,26 +84,23 @@ func TestInfraWorkerSIGTERM(t *testing.T) {
 	e.checkAllOptimized(t, topics, stored)
 }
 
-// TestInfraPostgresRestart restarts the PostgreSQL server while a run writes chunks; the
-// activities retry until the server is back and the run completes. It restarts the machine's
-// shared server, so it runs only with STOREOPT_TEST_PG_RESTART=1.
+// TestInfraPostgresRestart restarts the catalog's PostgreSQL server while a run writes chunks;
+// the activities retry until the server is back and the run completes. The server is the
+// test's own (pgtest.StartServer), so the restart disturbs no other test.
 func TestInfraPostgresRestart(t *testing.T) {
-	if os.Getenv(EnvTestPGRestart) != "1" {
-		t.Skipf("restarts the shared PostgreSQL server, breaking tests running beside it: set %s=1 to run", EnvTestPGRestart)
-	}
-	versions, err := os.ReadDir("/etc/postgresql")
-	if err != nil || len(versions) != 1 {
-		t.Fatalf("want one PostgreSQL version under /etc/postgresql: %v %v", versions, err)
-	}
+	pg := pgtest.StartServer(t)
+	t.Setenv("STOREOPT_TEST_DATABASE_URL", pg.URL) // newEnv's catalog database lives there
 	e := newEnv(t)
 	topics := e.ingestTopics(t, "pg_restart", 0, 1, 2)
 	stored := e.storeContent(t)
 	sup := superviseWorker(t, e, faults.WriteChunksBeforeWrite+"=sleep:1s")
 	run := e.startRun(t, "pg-restart", 10*time.Second)
 	waitUntil(t, time.Minute, "WriteChunks runs", func() bool { return sup.log.faultHit(faults.WriteChunksBeforeWrite) })
-	out, err := exec.Command("pg_ctlcluster", "--skip-systemctl-redirect", versions[0].Name(), "main", "restart").CombinedOutput()
-	if err != nil {
-		t.Fatalf("restart PostgreSQL: %v\n%s", err, out)
+	if err := pg.Restart(); err != nil {
+		t.Fatalf("restart PostgreSQL: %v", err)
+	}
+	if st := e.workflowStatus(t, run.GetID()); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("run is %v after the restart: the restart did not happen during the run", st)
 	}
 	t.Logf("PostgreSQL restarted")
 	res := waitRun(t, run)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/chunkstats"
+	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/workflows"
 )
@@ -33,10 +35,7 @@ func sharedDataDir(t *testing.T, sub string) string {
 	t.Helper()
 	dir := filepath.Join(cmp.Or(os.Getenv("STOREOPT_SHARED_DATA"), filepath.Join("..", "..", "shared", "data")), sub)
 	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared test data: %v", err)
-		}
-		t.Skipf("shared test data not found (%v); with CI set this fails", err)
+		testenv.Missing(t, fmt.Sprintf("shared test data not found: %v", err))
 	}
 	return dir
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,16 +21,13 @@ import (
 )
 
 // TestCorruptChunkFailsOnlyItsTopic replaces one chunk of a topic with a corrupt Parquet file
-// from ../shared/data/bad_data: that topic is reported with its locator and the chunk's error and
+// from the shared test data's bad_data (sharedDataDir): that topic is reported with its locator and the chunk's error and
 // left exactly as it was (catalog, objects, no partial output, not queued), while the other
 // topics of the run are optimized.
 func TestCorruptChunkFailsOnlyItsTopic(t *testing.T) {
-	bad, err := os.ReadFile("../../shared/data/bad_data/ARROW-GH-41321.parquet")
+	bad, err := os.ReadFile(filepath.Join(sharedDataDir(t, "bad_data"), "ARROW-GH-41321.parquet"))
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skipf("shared test data not found: %v", err)
+		t.Fatal(err)
 	}
 	e := newEnv(t)
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/internal/pgtest"
+	"github.com/storeopt/storeopt/internal/testenv"
 )
 
 // Helpers of TestHostileCredentials: a PostgreSQL role with a password, a worker process whose
@@ -45,7 +47,7 @@ func createLoginRole(t *testing.T, role, password string) {
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, pgtest.ServerURL())
 	if err != nil {
-		t.Skipf("PostgreSQL test server unreachable: %v", err)
+		testenv.Missing(t, fmt.Sprintf("PostgreSQL test server unreachable: %v", err))
 	}
 	defer admin.Close(ctx)
 	// Identifiers and the password literal are built from hex digits and constants only.

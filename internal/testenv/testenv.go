@@ -72,11 +72,13 @@ func cachedBinary(t testing.TB, envVar, name, script string) string {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 		return path
 	}
-	missing(t, name+" not found at "+path+" (run "+script+", or set "+envVar+")")
+	Missing(t, name+" not found at "+path+" (run "+script+", or set "+envVar+")")
 	return ""
 }
 
-func missing(t testing.TB, msg string) {
+// Missing skips the test because msg (some infrastructure or test data is missing), or fails it
+// when $CI is set: CI never passes by skipping.
+func Missing(t testing.TB, msg string) {
 	t.Helper()
 	if os.Getenv("CI") != "" {
 		t.Fatalf("testenv: %s; CI is set, so this is a failure", msg)
@@ -180,7 +182,7 @@ func CrossDeviceDir(t testing.TB) string {
 		t.Cleanup(func() { _ = os.RemoveAll(dir) })
 		return dir
 	}
-	missing(t, "no directory on another filesystem than "+os.TempDir()+" (tried /dev/shm, /tmp, /var/tmp)")
+	Missing(t, "no directory on another filesystem than "+os.TempDir()+" (tried /dev/shm, /tmp, /var/tmp)")
 	return ""
 }
 
@@ -225,7 +227,7 @@ func ReadOnlyDir(t testing.TB, dir string) syscall.Errno {
 		return syscall.EROFS
 	}
 	if os.Geteuid() == 0 {
-		missing(t, "cannot make "+dir+" read-only: root without CAP_SYS_ADMIN ignores file modes and cannot mount")
+		Missing(t, "cannot make "+dir+" read-only: root without CAP_SYS_ADMIN ignores file modes and cannot mount")
 		return 0
 	}
 	var dirs []string
