@@ -24,10 +24,11 @@ func HasWorkers(ctx context.Context, c client.Client, taskQueue string) (bool, e
 }
 
 // WatchWorkers checks every interval, until ctx is done, whether a worker polls taskQueue, and
-// calls warn each time none does: a starter waiting for a run would otherwise wait silently
-// forever when no worker is running (or it polls another task queue). Errors of the check are
-// ignored (the wait itself reports an unreachable server).
-func WatchWorkers(ctx context.Context, c client.Client, taskQueue string, interval time.Duration, warn func()) {
+// calls report with the answer after every check: a starter waiting for a run warns when it is
+// false, as it would otherwise wait silently forever when no worker is running (or it polls
+// another task queue). Checks that fail are not reported (the wait itself reports an unreachable
+// server).
+func WatchWorkers(ctx context.Context, c client.Client, taskQueue string, interval time.Duration, report func(polling bool)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -36,8 +37,8 @@ func WatchWorkers(ctx context.Context, c client.Client, taskQueue string, interv
 			return
 		case <-t.C:
 		}
-		if ok, err := HasWorkers(ctx, c, taskQueue); err == nil && !ok {
-			warn()
+		if ok, err := HasWorkers(ctx, c, taskQueue); err == nil {
+			report(ok)
 		}
 	}
 }

@@ -2,7 +2,8 @@ package app_test
 
 import (
 	"context"
-	"sync/atomic"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,8 +12,38 @@ import (
 	"github.com/storeopt/storeopt/internal/testenv"
 )
 
-// TestWatchWorkersWarnsWhileNoWorkerPolls: a waiting starter warns while its task queue has no
-// worker, and stops warning once one polls.
+// checks records what WatchWorkers reported, in order.
+type checks struct {
+	mu      sync.Mutex
+	polling []bool
+}
+
+func (c *checks) report(polling bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.polling = append(c.polling, polling)
+}
+
+func (c *checks) get() []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.polling)
+}
+
+// waitFor polls cond every 20 ms until it holds; the test fails when ctx ends first.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if ctx.Err() != nil {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWatchWorkersWarnsWhileNoWorkerPolls: a waiting starter's checks report no worker (the
+// starter warns) while its task queue has none, and once a worker polls every later check sees
+// it: the test waits for five such checks, so a watcher that stopped checking fails it.
 func TestWatchWorkersWarnsWhileNoWorkerPolls(t *testing.T) {
 	srv := testenv.StartDevServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -21,39 +52,28 @@ func TestWatchWorkersWarnsWhileNoWorkerPolls(t *testing.T) {
 	cfg := srv.Config(pgtest.NewDatabase(t), storeURL)
 	cfg.TaskQueue = "pollers-test"
 
-	var warnings atomic.Int64
+	var c checks
 	watchCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		app.WatchWorkers(watchCtx, srv.Client, cfg.TaskQueue, 50*time.Millisecond, func() { warnings.Add(1) })
+		app.WatchWorkers(watchCtx, srv.Client, cfg.TaskQueue, 50*time.Millisecond, c.report)
 	}()
-	for warnings.Load() == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("no warning while no worker polls")
-		}
-		time.Sleep(20 * time.Millisecond)
+	waitFor(ctx, t, "a check reports that no worker polls", func() bool { return len(c.get()) > 0 })
+	if got := c.get(); slices.Contains(got, true) {
+		t.Fatalf("checks %v report a worker before any was started", got)
 	}
 
 	testenv.StartWorker(t, srv.Client, cfg)
-	for {
-		ok, err := app.HasWorkers(ctx, srv.Client, cfg.TaskQueue)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the server never saw the worker poll")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // a check that began before the worker polled has ended
-	before := warnings.Load()
-	time.Sleep(500 * time.Millisecond) // ten checks
-	if after := warnings.Load(); after != before {
-		t.Errorf("%d warnings while a worker polls", after-before)
+	const seen = 5
+	waitFor(ctx, t, "five checks see the worker", func() bool {
+		got := c.get()
+		first := slices.Index(got, true)
+		return first >= 0 && len(got)-first >= seen
+	})
+	got := c.get()
+	if first := slices.Index(got, true); slices.Contains(got[first:], false) {
+		t.Errorf("checks %v: a check found no worker after one had seen it poll (the starter would warn)", got)
 	}
 	stop()
 	<-done

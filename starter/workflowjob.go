@@ -60,9 +60,11 @@ func (j workflowJob[R]) execute(ctx context.Context, e *env, out io.Writer, inte
 	}
 	e.logger.Info(j.what+" started", "workflow_id", run.GetID(), "run_id", run.GetRunID())
 	watchCtx, stopWatching := context.WithCancel(ctx)
-	go app.WatchWorkers(watchCtx, c, e.cfg.TaskQueue, workerCheckInterval, func() {
-		e.logger.Warn("no worker polls the task queue: the "+j.what+" waits until one does; start bin/worker with the same --task-queue, --database-url and --store-url",
-			"task_queue", e.cfg.TaskQueue)
+	go app.WatchWorkers(watchCtx, c, e.cfg.TaskQueue, workerCheckInterval, func(polling bool) {
+		if !polling {
+			e.logger.Warn("no worker polls the task queue: the "+j.what+" waits until one does; start bin/worker with the same --task-queue, --database-url and --store-url",
+				"task_queue", e.cfg.TaskQueue)
+		}
 	})
 	res, err := j.wait(ctx, run)
 	stopWatching()
