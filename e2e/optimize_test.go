@@ -148,18 +148,28 @@ func (e *env) queueEmpty(t *testing.T) {
 
 func (e *env) runPass(t *testing.T, opts app.PassOptions) workflows.StoreOptimizerResult {
 	t.Helper()
+	id, res, err := e.pass(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.lastRun = id
+	return res
+}
+
+// pass starts a run and waits for it (5 minutes at most), returning its workflow ID. Unlike
+// runPass it fails no test, so goroutines may call it.
+func (e *env) pass(opts app.PassOptions) (string, workflows.StoreOptimizerResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	run, err := app.StartPass(ctx, e.srv.Client, e.cfg, opts)
 	if err != nil {
-		t.Fatalf("start run: %v", err)
+		return "", workflows.StoreOptimizerResult{}, fmt.Errorf("start run: %w", err)
 	}
-	e.lastRun = run.GetID()
 	res, err := app.WaitPass(ctx, run)
 	if err != nil {
-		t.Fatalf("run %s: %v", run.GetID(), err)
+		return run.GetID(), res, fmt.Errorf("run %s: %w", run.GetID(), err)
 	}
-	return res
+	return run.GetID(), res, nil
 }
 
 // TestOptimizeTopics optimizes simulator topics and hand-made edge cases in one run and checks

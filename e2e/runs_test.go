@@ -177,8 +177,10 @@ func TestStoreKeysFailsOnListingError(t *testing.T) {
 	}
 }
 
-// TestConcurrentRunsOptimizeEachTopicOnce starts two runs at the same moment on two workers:
-// every topic is optimized exactly once (one optimization record), the other run skips it.
+// TestConcurrentRunsOptimizeEachTopicOnce starts two runs at the same moment on two workers
+// (each WriteChunks slowed down by 100 ms, so that the runs overlap however fast the machine):
+// every topic is optimized exactly once (one optimization record), and the runs overlapped, the
+// second skipping topics the first was optimizing.
 func TestConcurrentRunsOptimizeEachTopicOnce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -192,18 +194,23 @@ func TestConcurrentRunsOptimizeEachTopicOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	t.Setenv(faults.EnvVar, faults.WriteChunksBeforeWrite+"=sleep:100ms")
 	testenv.StartWorker(t, e.srv.Client, e.cfg)
 	testenv.StartWorker(t, e.srv.Client, e.cfg)
 	var wg sync.WaitGroup
 	results := make([]workflows.StoreOptimizerResult, 2)
+	errs := make([]error, 2)
 	for i := range results {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 32 << 10, MaxConcurrentTopics: 2})
-		}()
+		wg.Go(func() {
+			_, results[i], errs[i] = e.pass(app.PassOptions{MaxChunkSizeBytes: 32 << 10, MaxConcurrentTopics: 2})
+		})
 	}
 	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	topics, err := e.cat.ListTopics(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -214,6 +221,9 @@ func TestConcurrentRunsOptimizeEachTopicOnce(t *testing.T) {
 	}
 	t.Logf("run 1: %d optimized, %d skipped; run 2: %d optimized, %d skipped",
 		results[0].Optimized, results[0].Skipped, results[1].Optimized, results[1].Skipped)
+	if results[0].Skipped+results[1].Skipped == 0 {
+		t.Errorf("no run skipped a topic: the runs did not overlap, so this test proved nothing about concurrent runs")
+	}
 	for _, tp := range topics {
 		recs, err := e.cat.Optimizations(ctx, tp.ID)
 		if err != nil || len(recs) != 1 {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -60,13 +61,23 @@ func (e *env) startRun(t *testing.T, id string, heartbeat time.Duration) client.
 // waitRun waits for run (at most 5 minutes) and returns its result.
 func waitRun(t *testing.T, run client.WorkflowRun) workflows.StoreOptimizerResult {
 	t.Helper()
+	res, err := runResult(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// runResult waits for run (5 minutes at most). Unlike waitRun it fails no test, so goroutines
+// may call it.
+func runResult(run client.WorkflowRun) (workflows.StoreOptimizerResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var res workflows.StoreOptimizerResult
 	if err := run.Get(ctx, &res); err != nil {
-		t.Fatalf("run %s: %v", run.GetID(), err)
+		return res, fmt.Errorf("run %s: %w", run.GetID(), err)
 	}
-	return res
+	return res, nil
 }
 
 // waitUntil polls cond every 100 ms until it holds, failing the test after timeout.
@@ -275,12 +286,17 @@ func TestManualRunWhileRunInFlight(t *testing.T) {
 	}
 	manual := e.startRun(t, "manual-overlap-2", 10*time.Second)
 	var results [2]workflows.StoreOptimizerResult
+	var errs [2]error
 	var wg sync.WaitGroup
 	for i, r := range []client.WorkflowRun{first, manual} {
-		wg.Add(1)
-		go func() { defer wg.Done(); results[i] = waitRun(t, r) }()
+		wg.Go(func() { results[i], errs[i] = runResult(r) })
 	}
 	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Logf("first run %+v", results[0])
 	t.Logf("manual run %+v", results[1])
 	if got := results[0].Optimized + results[1].Optimized; got != len(topics) || results[0].Failed+results[1].Failed != 0 {
