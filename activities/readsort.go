@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -39,7 +40,7 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 	if err != nil {
 		return ReadSortResult{}, err
 	}
-	p, inputIDs, err := a.planTopic(ctx, topic, in)
+	p, inputIDs, kept, err := a.planTopic(ctx, topic, in)
 	if err != nil {
 		logPanic(ctx, topic.Locator, err)
 		return ReadSortResult{}, a.classify(topic.Locator, err)
@@ -59,7 +60,10 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 		return ReadSortResult{}, a.classify(topic.Locator, err)
 	}
 	res := ReadSortResult{InputChunks: len(p.Inputs), InputRows: p.Totals.Rows,
-		OutputChunks: len(p.Outputs), Groups: p.Groups()}
+		OutputChunks: len(p.Outputs), Groups: p.Groups(), FooterValuesKept: kept}
+	for _, k := range kept {
+		logger(ctx).Warn("Per-file footer values differ: the outputs keep the first chunk's", "topic", topic.Locator, "detail", k)
+	}
 	for _, i := range p.Inputs {
 		res.InputBytes += i.SizeBytes
 	}
@@ -69,25 +73,25 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 }
 
 // planTopic scans the topic's chunks and computes its plan.
-func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in ReadSortInput) (*plan.Plan, []int64, error) {
+func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in ReadSortInput) (*plan.Plan, []int64, []string, error) {
 	// A hostile data prefix ("../x", "/etc") is refused before any object under it is read.
 	if err := store.CheckPrefix(topic.DataPrefix); err != nil {
-		return nil, nil, &parquetio.InputError{Err: err}
+		return nil, nil, nil, &parquetio.InputError{Err: err}
 	}
 	chunks, err := a.Catalog.Chunks(ctx, topic.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := a.checkMetadata(ctx, topic.DataPrefix, chunks); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(chunks) == 0 {
-		return nil, nil, &parquetio.InputError{Err: fmt.Errorf("topic has no chunks")}
+		return nil, nil, nil, &parquetio.InputError{Err: fmt.Errorf("topic has no chunks")}
 	}
 	var catalogRows int64
 	for _, c := range chunks {
 		if err := store.CheckKey(topic.DataPrefix, c.ObjectKey); err != nil {
-			return nil, nil, &compaction.ChunkError{Key: c.ObjectKey, Err: err}
+			return nil, nil, nil, &compaction.ChunkError{Key: c.ObjectKey, Err: err}
 		}
 		catalogRows += c.RowCount
 	}
@@ -95,10 +99,12 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 
 	// Chunk 0 is scanned first: every other chunk's footer is compared with it as soon as it is
 	// read, and only chunk 0 keeps its footer (thousands of footers were most of ReadSort's
-	// memory for large topics). Footers must be equal, per-file pairs included: a pair whose
-	// value differs between chunks (a GeoParquet bbox, a writer's timestamp) cannot be kept
-	// verbatim in a merged chunk, so the topic is refused rather than the pair dropped.
+	// memory for large topics). Schema elements, footer keys and ARROW:schema fields must be
+	// equal (else the chunk is refused: schema drift); a pair whose value differs between chunks
+	// (a pandas index range, a GeoParquet bounding box) is per-file: the outputs keep chunk 0's
+	// value and the others are reported (ReadSortResult.FooterValuesKept, the worker log).
 	scans := make([]compaction.Scan, len(chunks))
+	kept := &keptValues{first: chunks[0].ObjectKey, chunks: len(chunks)}
 	var done atomic.Int64
 	scan := func(ctx context.Context, i int) error {
 		c := chunks[i]
@@ -116,10 +122,12 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 				Err: fmt.Errorf("file has %d rows, catalog says %d", s.Rows, c.RowCount)}
 		}
 		if i > 0 {
-			if s.Footer.ID != scans[0].Footer.ID {
+			keys, drift := parquetio.PerFileDifferences(scans[0].Footer, s.Footer)
+			if drift != "" {
 				return &compaction.ChunkError{Key: c.ObjectKey, Err: fmt.Errorf(
-					"footer differs from chunk %s: %s", chunks[0].ObjectKey, parquetio.FirstFooterDifference(scans[0].Footer, s.Footer))}
+					"footer differs from chunk %s: %s", chunks[0].ObjectKey, drift)}
 			}
+			kept.add(keys, c.ObjectKey)
 			s.Footer = nil
 		}
 		scans[i] = s
@@ -127,7 +135,7 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 		return nil
 	}
 	if err := scan(ctx, 0); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanParallelism)
@@ -140,7 +148,7 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 
 	inputs := make([]plan.Input, len(chunks))
@@ -166,10 +174,10 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 		MaxChunkSizeBytes: in.MaxChunkSizeBytes, GroupSize: in.GroupTargetChunks,
 		MemoryBudgetBytes: a.pool().Limit()})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	p.FooterID = scans[0].Footer.ID
-	return p, ids, nil
+	return p, ids, kept.report(), nil
 }
 
 // checkMetadata fails with an input fault when the topic's metadata.json is missing or empty, and
@@ -194,4 +202,47 @@ func (a *Activities) checkMetadata(ctx context.Context, prefix string, chunks []
 		return &parquetio.InputError{Err: fmt.Errorf("%s: topic metadata is empty", key)}
 	}
 	return nil
+}
+
+// keptValues records the footer pairs whose values differ between a topic's chunks (per-file
+// values, parquetio.PerFileDifferences): per key, how many chunks differ from the first and one
+// of them. Safe for concurrent use.
+type keptValues struct {
+	mu      sync.Mutex
+	first   string
+	chunks  int
+	order   []string
+	counts  map[string]int
+	example map[string]string
+}
+
+// maxKeptKeys bounds the keys reported (the result travels through Temporal).
+const maxKeptKeys = 16
+
+func (k *keptValues) add(keys []string, chunk string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, key := range keys {
+		if k.counts == nil {
+			k.counts, k.example = map[string]int{}, map[string]string{}
+		}
+		if _, seen := k.counts[key]; !seen {
+			if len(k.order) == maxKeptKeys {
+				continue
+			}
+			k.order = append(k.order, key)
+			k.example[key] = chunk
+		}
+		k.counts[key]++
+	}
+}
+
+// report describes every key, in the order first met.
+func (k *keptValues) report() []string {
+	var out []string
+	for _, key := range k.order {
+		out = append(out, fmt.Sprintf("footer value of %q differs from chunk %s's in %d of %d chunks (e.g. %s); every output keeps chunk %s's",
+			key, k.first, k.counts[key], k.chunks, k.example[key], k.first))
+	}
+	return out
 }

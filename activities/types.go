@@ -115,6 +115,10 @@ type ReadSortResult struct {
 	InputBytes   int64
 	OutputChunks int
 	Groups       int // number of WriteChunks activities to run, groups 0..Groups-1
+	// FooterValuesKept describes the footer pairs whose values differ between the topic's
+	// chunks (per-file values: a pandas index range, a GeoParquet bounding box): the outputs
+	// keep the first chunk's value, the others are dropped and listed here (at most 16 keys).
+	FooterValuesKept []string `json:",omitempty"`
 }
 
 // WriteChunksInput names one output group of the stored plan.

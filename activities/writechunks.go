@@ -122,27 +122,26 @@ func stagedDigest(out compaction.OutputResult) []byte {
 	return append(d, out.Footer...)
 }
 
-// topicLayout returns the layout (footer, Parquet schema) of the plan's first input with rows.
+// topicLayout returns the layout (footer, Parquet schema) of the plan's first input, whose
+// footer every output repeats (ReadSort planned with it, p.FooterID).
 func (a *Activities) topicLayout(ctx context.Context, p *plan.Plan) (*parquetio.Layout, error) {
-	for _, in := range p.Inputs {
-		if in.Rows == 0 {
-			continue
-		}
-		obj, err := store.OpenObject(ctx, a.Bucket, in.ObjectKey)
-		if err != nil {
-			return nil, err
-		}
-		c, err := parquetio.Open(obj, a.mem())
-		if err != nil {
-			return nil, &compaction.ChunkError{Key: in.ObjectKey, Err: err}
-		}
-		defer c.Close()
-		if c.Footer.ID != p.FooterID {
-			return nil, &compaction.ChunkError{Key: in.ObjectKey, Err: fmt.Errorf("footer (Parquet schema or key/value pairs) changed since planning")}
-		}
-		return c.Layout(), nil
+	if len(p.Inputs) == 0 {
+		return nil, plan.ErrNoRows
 	}
-	return nil, plan.ErrNoRows
+	key := p.Inputs[0].ObjectKey
+	obj, err := store.OpenObject(ctx, a.Bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parquetio.Open(obj, a.mem())
+	if err != nil {
+		return nil, &compaction.ChunkError{Key: key, Err: err}
+	}
+	defer c.Close()
+	if c.Footer.ID != p.FooterID {
+		return nil, &compaction.ChunkError{Key: key, Err: fmt.Errorf("footer (Parquet schema or key/value pairs) changed since planning")}
+	}
+	return c.Layout(), nil
 }
 
 // writeOutput writes one output chunk within a reservation of the memory pool.

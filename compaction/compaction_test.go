@@ -387,15 +387,43 @@ func TestWriteOutputMissingInput(t *testing.T) {
 	}
 }
 
-// An input whose footer changed since planning is refused, naming the chunk.
+// An input whose footer no longer matches the topic's (its schema changed since planning) is
+// refused, naming the chunk.
 func TestWriteOutputFooterChanged(t *testing.T) {
 	ctx := context.Background()
 	tp := newTopic(t, [][]int64{{1, 2, 3}})
 	p := tp.plan(t, 1<<30)
-	p.FooterID = "something else"
-	_, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"X", 0), tp.layout(t), nil)
+	// A layout of a topic whose payload column is int64 instead of utf8.
+	other := newTopic(t, nil)
+	fields := testSchema().Fields()
+	fields[3].Type = arrow.PrimitiveTypes.Int64
+	sc := arrow.NewSchema(fields, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i := range 4 {
+		b.Field(i).(*array.Int64Builder).Append(1)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(sc, &buf, nil, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	key := store.ChunkKey(prefix+"O", 0)
+	if err := other.bucket.WriteAll(ctx, key, buf.Bytes(), nil); err != nil {
+		t.Fatal(err)
+	}
+	other.inputs = []plan.Input{{ObjectKey: key}}
+	_, err = WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"X", 0), other.layout(t), nil)
 	var ce *ChunkError
-	if !errors.As(err, &ce) || ce.Key != p.Inputs[0].ObjectKey || !strings.Contains(err.Error(), "footer (Parquet schema or key/value pairs) changed since planning") {
+	if !errors.As(err, &ce) || ce.Key != p.Inputs[0].ObjectKey || !strings.Contains(err.Error(), `footer changed since planning: Parquet schema element 4 differs: "payload"`) {
 		t.Fatalf("changed footer: %v", err)
 	}
 }

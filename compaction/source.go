@@ -30,9 +30,9 @@ type chunkSource struct {
 }
 
 // OpenSource opens the chunk at key as a merge.Source. sorted says whether the scan found it in
-// key order; footerID is the topic's footer (parquetio.Footer.ID), which the chunk must still
-// have.
-func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, footerID string, batchRows int64, mem memory.Allocator) (merge.Source, error) {
+// key order; footer is the topic's footer, which the chunk must still match (per-file values
+// aside, parquetio.PerFileDifferences).
+func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, footer *parquetio.Footer, batchRows int64, mem memory.Allocator) (merge.Source, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -40,9 +40,9 @@ func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, fo
 	if err != nil {
 		return nil, err
 	}
-	if c.Footer.ID != footerID {
+	if _, drift := parquetio.PerFileDifferences(footer, c.Footer); drift != "" {
 		c.Close()
-		return nil, &ChunkError{Key: key, Err: fmt.Errorf("footer (Parquet schema or key/value pairs) changed since planning")}
+		return nil, &ChunkError{Key: key, Err: fmt.Errorf("footer changed since planning: %s", drift)}
 	}
 	br, err := c.Batches(ctx, batchRows)
 	if err != nil {

@@ -40,11 +40,12 @@ type Inputs struct {
 	Bucket *blob.Bucket
 	Plan   *plan.Plan
 	Mem    memory.Allocator
+	footer *parquetio.Footer // the topic's, set by WriteOutput from its layout
 }
 
 func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 	pi := in.Plan.Inputs[i]
-	return OpenSource(ctx, in.Bucket, pi.ObjectKey, pi.Sorted, in.Plan.FooterID, in.Plan.BatchRows, in.Mem)
+	return OpenSource(ctx, in.Bucket, pi.ObjectKey, pi.Sorted, in.footer, in.Plan.BatchRows, in.Mem)
 }
 
 // WriteOutput writes output chunk o of the plan to key in the bucket: the merge of its inputs
@@ -58,6 +59,7 @@ func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	res := OutputResult{Key: key, Taken: verify.Taken{}}
 	schema := layout.Schema
+	in.footer = layout.Footer
 	mem := in.Mem
 	if mem == nil {
 		mem = memory.DefaultAllocator

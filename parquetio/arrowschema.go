@@ -97,3 +97,8 @@ func decodeArrowSchema(raw string) (*arrow.Schema, error) {
 	}
 	return flight.DeserializeSchema(b, memory.DefaultAllocator)
 }
+
+// withoutMetadata returns schema without its schema-level metadata (fields keep theirs).
+func withoutMetadata(schema *arrow.Schema) *arrow.Schema {
+	return arrow.NewSchema(schema.Fields(), nil)
+}

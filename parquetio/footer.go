@@ -178,6 +178,52 @@ func FirstFooterDifference(want, got *Footer) string {
 	return "footers differ"
 }
 
+// PerFileDifferences compares the footer of a topic's chunk (got) with the topic's footer (want,
+// its first chunk's): it returns the keys of the footer pairs whose values differ while the
+// rest is equal — per-file pairs (a pandas index range, a GeoParquet bounding box, a writer's
+// timestamp, an ARROW:schema whose schema-level metadata holds such a value), which the outputs
+// take from want — or, as drift, a description of the first difference no output could keep
+// (a schema element, the keys or their order, or ARROW:schema fields: names, types,
+// nullability, field metadata). Both are empty when the footers are equal.
+func PerFileDifferences(want, got *Footer) (keys []string, drift string) {
+	if want.ID == got.ID {
+		return nil, ""
+	}
+	if d := firstElementDifference(want.Elements, got.Elements); d != "" {
+		return nil, d
+	}
+	for i := range min(len(want.KeyValues), len(got.KeyValues)) {
+		if w, g := want.KeyValues[i], got.KeyValues[i]; w.Key != g.Key {
+			return nil, fmt.Sprintf("footer key/value pair %d is %q vs %q", i, w.Key, g.Key)
+		}
+	}
+	if len(want.KeyValues) != len(got.KeyValues) {
+		return nil, fmt.Sprintf("footer has %d key/value pairs vs %d (%s)", len(want.KeyValues), len(got.KeyValues),
+			extraKey(want.KeyValues, got.KeyValues))
+	}
+	for i, w := range want.KeyValues {
+		g := got.KeyValues[i]
+		if (w.Value == nil) != (g.Value == nil) {
+			return nil, fmt.Sprintf("footer pair %q has a value in one chunk only", w.Key)
+		}
+		if w.Value == nil || *w.Value == *g.Value {
+			continue
+		}
+		if w.Key == ArrowSchemaKey {
+			a, errA := decodeArrowSchema(*w.Value)
+			b, errB := decodeArrowSchema(*g.Value)
+			if errA != nil || errB != nil {
+				return nil, fmt.Sprintf("footer value of %q differs and cannot be decoded", w.Key)
+			}
+			if d := arrowDifference(withoutMetadata(a), withoutMetadata(b)); d != "" {
+				return nil, fmt.Sprintf("footer value of %q differs: %s", w.Key, d)
+			}
+		}
+		keys = append(keys, w.Key)
+	}
+	return keys, ""
+}
+
 // firstElementDifference describes the first schema element that differs. A root that differs
 // only in its number of children (a column added or dropped) is described by the first column
 // element that differs after it.

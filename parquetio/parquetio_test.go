@@ -695,3 +695,44 @@ func TestWriterHoldsOneRowGroupAndDiscardReleasesIt(t *testing.T) {
 		t.Fatalf("after Discard: %d rows in %d batches held", w.inGroup, len(w.pending))
 	}
 }
+
+// Chunks written by pandas (through pyarrow) store the row count of their index in a "pandas"
+// pair and, again, in ARROW:schema's schema metadata: values that differ per file. They are
+// per-file differences the outputs take from the first chunk; anything else is drift.
+func TestPerFileDifferences(t *testing.T) {
+	base := topicSchema()
+	footer := func(sc *arrow.Schema, extra ...string) *Footer {
+		rec := rows(t, base, 1, 1)
+		defer rec.Release()
+		data := encodePlainKV(t, sc, extra, array.NewRecordBatch(sc, rec.Columns(), 1))
+		f, err := ReadFooter(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	withMD := func(kv ...string) *arrow.Schema { return arrow.NewSchema(base.Fields(), ptr(md(kv...))) }
+	want := footer(withMD("pandas", `{"index_columns": [{"kind": "range", "stop": 40}]}`), "geo", `{"bbox": [1]}`)
+	got := footer(withMD("pandas", `{"index_columns": [{"kind": "range", "stop": 17}]}`), "geo", `{"bbox": [2]}`)
+	keys, drift := PerFileDifferences(want, got)
+	if drift != "" || strings.Join(keys, ",") != "pandas,ARROW:schema,geo" {
+		t.Fatalf("per-file values: keys %v, drift %q", keys, drift)
+	}
+	if keys, drift := PerFileDifferences(want, want); keys != nil || drift != "" {
+		t.Fatalf("equal footers: %v %q", keys, drift)
+	}
+	fields := base.Fields()
+	fields[1].Metadata = md("z", "last", "a", "changed")
+	other := footer(arrow.NewSchema(fields, ptr(md("pandas", `{"index_columns": [{"kind": "range", "stop": 40}]}`))), "geo", `{"bbox": [1]}`)
+	if _, drift := PerFileDifferences(want, other); !strings.Contains(drift, `footer value of "ARROW:schema" differs: field "seq" metadata differs`) {
+		t.Fatalf("field metadata: drift %q", drift)
+	}
+	nullable := base.Fields()
+	nullable[1].Nullable = true
+	if _, drift := PerFileDifferences(want, footer(arrow.NewSchema(nullable, ptr(base.Metadata())))); !strings.Contains(drift, `Parquet schema element 2 differs: "seq"`) {
+		t.Fatalf("nullability: drift %q", drift)
+	}
+	if _, drift := PerFileDifferences(want, footer(withMD("pandas", "{}"))); !strings.Contains(drift, `footer has 3 key/value pairs vs 2 (first extra key "geo")`) {
+		t.Fatalf("missing pair: drift %q", drift)
+	}
+}

@@ -9,8 +9,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/storeopt/storeopt/internal/arrowtypes"
 )
@@ -115,4 +117,111 @@ func cmpOr(a, b arrow.DataType) arrow.DataType {
 		return a
 	}
 	return b
+}
+
+// Values under null parents are not written: a struct child's value where the struct is null
+// (Arrow keeps a slot, readers of other tools' files leave it valid), the values a null list
+// still spans (non-zero length, which pqarrow's own writer refuses) and those of a null
+// fixed-size list.
+func TestNullParentsHideChildValues(t *testing.T) {
+	ctx := context.Background()
+	st := arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+	fsl := arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Int32)
+	lst := arrow.ListOf(arrow.PrimitiveTypes.Int32)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "s", Type: st, Nullable: true},
+		{Name: "f", Type: fsl, Nullable: true},
+		{Name: "l", Type: lst, Nullable: true},
+	}, nil)
+	// Template without nulls (pqarrow cannot write null fixed-size lists).
+	tmpl, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(
+		`[{"timestamp_ns": 1, "s": {"x": 1}, "f": [1, 2], "l": [1]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmpl.Release()
+	layout := layoutOfRecord(t, tmpl)
+
+	// Row 1: struct null over a valid child 99; fixed-size list null over values 7, 8; list
+	// null over offsets that span values 5, 6.
+	child := int64s(10, 99, 30)
+	sData := array.NewData(st, 3, []*memory.Buffer{memory.NewBufferBytes([]byte{0b101})}, []arrow.ArrayData{child.Data()}, 1, 0)
+	fVals, _, _ := array.FromJSON(memory.DefaultAllocator, arrow.PrimitiveTypes.Int32, strings.NewReader(`[1, 2, 7, 8, 3, 4]`))
+	fData := array.NewData(fsl, 3, []*memory.Buffer{memory.NewBufferBytes([]byte{0b101})}, []arrow.ArrayData{fVals.Data()}, 1, 0)
+	lVals, _, _ := array.FromJSON(memory.DefaultAllocator, arrow.PrimitiveTypes.Int32, strings.NewReader(`[1, 5, 6, 2]`))
+	offsets := arrow.Int32Traits.CastToBytes([]int32{0, 1, 3, 4})
+	lData := array.NewData(lst, 3, []*memory.Buffer{memory.NewBufferBytes([]byte{0b101}), memory.NewBufferBytes(offsets)}, []arrow.ArrayData{lVals.Data()}, 1, 0)
+	cols := []arrow.Array{int64s(1, 2, 3), array.MakeFromData(sData), array.MakeFromData(fData), array.MakeFromData(lData)}
+	rec := array.NewRecordBatch(layout.Schema, cols, 3)
+	defer rec.Release()
+
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, layout, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := plainRead(t, buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`1|{"x":10}|[1,2]|[1]`, `2|(null)|(null)|(null)`, `3|{"x":30}|[3,4]|[2]`}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows read back:\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+	_ = ctx
+}
+
+// DuckDB stores DECIMAL(22, 2) in 16-byte FIXED_LEN_BYTE_ARRAY values, wider than the 10 bytes
+// the precision needs; arrow-go v18.8.0 writes decimals to such a column from the wrong offset
+// (decimalAsFixed works around it). The values must come back unchanged.
+func TestWideFixedDecimal(t *testing.T) {
+	root := schema.MustGroup(schema.NewGroupNode("duckdb_schema", parquet.Repetitions.Required, schema.FieldList{
+		schema.NewInt64Node("timestamp_ns", parquet.Repetitions.Optional, -1),
+		schema.MustPrimitive(schema.NewPrimitiveNodeLogical("d", parquet.Repetitions.Optional,
+			schema.NewDecimalLogicalType(22, 2), parquet.Types.FixedLenByteArray, 16, -1)),
+	}, -1))
+	var in bytes.Buffer
+	fw := file.NewParquetWriter(&in, root)
+	rgw := fw.AppendRowGroup()
+	cw, _ := rgw.NextColumn()
+	if _, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch([]int64{1, 2, 3, 4}, []int16{1, 1, 1, 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cw, _ = rgw.NextColumn()
+	be := func(v int64) parquet.FixedLenByteArray { // 16-byte big-endian two's complement
+		b := make([]byte, 16)
+		for i := range 16 {
+			b[15-i] = byte(v >> (8 * min(i, 7)))
+		}
+		return b
+	}
+	if _, err := cw.(*file.FixedLenByteArrayColumnChunkWriter).WriteBatch([]parquet.FixedLenByteArray{be(50), be(-12345), be(99)},
+		[]int16{1, 1, 0, 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := rgw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, want, err := plainRead(t, in.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := rewrite(t, in.Bytes(), 2)
+	_, got, err := plainRead(t, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || want[0] != "1|0.5" {
+		t.Fatalf("decimals read back %v, written %v", got, want)
+	}
 }

@@ -84,6 +84,7 @@ type Writer struct {
 	layout  *Layout
 	leaves  [][]leafPath // leaf paths of each top-level field
 	ctx     context.Context
+	mem     memory.Allocator
 	shred   shredder
 	rgRows  int64
 	inGroup int64               // rows held in pending
@@ -134,7 +135,7 @@ func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 		return nil, fmt.Errorf("write chunk: %w", err)
 	}
 	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Mem))
-	wr := &Writer{fw: fw, sink: sink, layout: l, rgRows: opts.RowGroupRows,
+	wr := &Writer{fw: fw, sink: sink, layout: l, rgRows: opts.RowGroupRows, mem: opts.Mem,
 		ctx: pqarrow.NewArrowWriteContext(context.Background(), &arrowProps), shred: shredder{mem: opts.Mem}}
 	for i := range l.manifest.Fields {
 		wr.leaves = append(wr.leaves, leafPaths(&l.manifest.Fields[i]))
@@ -260,9 +261,14 @@ func (w *Writer) writeLeaf(cw file.ColumnChunkWriter, path *leafPath, col arrow.
 	if err != nil {
 		return err
 	}
-	defer lv.values.Release()
-	if err := pqarrow.WriteArrowToColumn(w.ctx, cw, lv.values, lv.def, lv.rep, lv.nullable); err != nil {
-		return fmt.Errorf("column %q (Arrow type %s, Parquet %s): %w", path.name, lv.values.DataType(),
+	values := lv.values
+	if fixed, ok := decimalAsFixed(values, cw.Descr(), w.mem); ok {
+		values.Release()
+		values = fixed
+	}
+	defer values.Release()
+	if err := pqarrow.WriteArrowToColumn(w.ctx, cw, values, lv.def, lv.rep, lv.nullable); err != nil {
+		return fmt.Errorf("column %q (Arrow type %s, Parquet %s): %w", path.name, values.DataType(),
 			cw.Descr().PhysicalType(), err)
 	}
 	return nil

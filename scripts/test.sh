@@ -13,6 +13,14 @@ STOREOPT_TEMPORAL_CLI="$(scripts/temporal-cli.sh)"
 export STOREOPT_TEMPORAL_CLI
 STOREOPT_VERSITYGW="$(scripts/versitygw.sh)"
 export STOREOPT_VERSITYGW
+# The interop check (e2e/interop_test.go) reads topics back with the tools that wrote them:
+# nodejs-polars and DuckDB, installed once into the cache. Without npm it is skipped (failed
+# under CI).
+if STOREOPT_INTEROP_NODE_PATH="$(scripts/interop-deps.sh)"; then
+  export STOREOPT_INTEROP_NODE_PATH
+else
+  log "interop tools not installed: the interop check will skip (fail under CI)"
+fi
 scripts/ensure-postgres.sh
 
 # The tests are built with the fault-injection points compiled in (package faults); they stay

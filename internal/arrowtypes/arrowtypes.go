@@ -98,72 +98,107 @@ func Cases() []Case {
 // (the six values repeated), in two row groups, with plain pqarrow, the footer's ARROW:schema
 // naming tc.Stored when set. It returns the file's bytes.
 func File(tc Case, rows int) ([]byte, error) {
-	topicMD := arrow.NewMetadata([]string{"topic"}, []string{"types/" + tc.Name})
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		{Name: "v", Type: tc.Written, Nullable: true, Metadata: arrow.NewMetadata([]string{"unit"}, []string{"test"})},
-	}, &topicMD)
-	col, _, err := array.FromJSON(memory.DefaultAllocator, tc.Written, strings.NewReader(tc.Values))
+	b, err := Chunk([]Case{tc}, []string{"v"}, "types/"+tc.Name, rows, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%s: values: %w", tc.Name, err)
+		return nil, fmt.Errorf("%s: %w", tc.Name, err)
 	}
-	defer col.Release()
-	var cols []arrow.Array
-	for range rows / col.Len() {
-		col.Retain()
-		cols = append(cols, col)
-	}
-	vals, err := array.Concatenate(cols, memory.DefaultAllocator)
-	for _, c := range cols {
-		c.Release()
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer vals.Release()
-	tb := array.NewInt64Builder(memory.DefaultAllocator)
-	for i := range vals.Len() {
-		if i%9 == 4 {
-			tb.AppendNull()
-		} else {
-			tb.Append(int64((i * 7919) % 1000))
+	return b, nil
+}
+
+// Chunk writes chunk number chunk of a topic with timestamp_ns and one column per case (named
+// names[i]): rows rows (each case's six values repeated, rows a multiple of six), timestamps
+// unsorted with ties and nulls, overlapping those of the topic's other chunks; in two row
+// groups, with plain pqarrow (dictionary encoding where a case asks for it), the footer's
+// ARROW:schema naming each case's Stored type where set. It returns the file's bytes.
+func Chunk(cases []Case, names []string, topic string, rows, chunk int) ([]byte, error) {
+	topicMD := arrow.NewMetadata([]string{"topic"}, []string{topic})
+	fields := []arrow.Field{{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}
+	cols := []arrow.Array{timestamps(rows, chunk)}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
 		}
+	}()
+	props := []parquet.WriterProperty{parquet.WithDictionaryDefault(false)}
+	restored := false
+	for i, tc := range cases {
+		fields = append(fields, arrow.Field{Name: names[i], Type: tc.Written, Nullable: true,
+			Metadata: arrow.NewMetadata([]string{"unit"}, []string{"test"})})
+		vals, err := repeat(tc, rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tc.Name, err)
+		}
+		cols = append(cols, vals)
+		if tc.Dict {
+			props = append(props, parquet.WithDictionaryFor(names[i], true))
+		}
+		restored = restored || tc.Stored != nil
 	}
-	tsCol := tb.NewArray()
-	tb.Release()
-	defer tsCol.Release()
-	rec := array.NewRecordBatch(schema, []arrow.Array{tsCol, vals}, int64(vals.Len()))
+	schema := arrow.NewSchema(fields, &topicMD)
+	rec := array.NewRecordBatch(schema, cols, int64(rows))
 	defer rec.Release()
 
 	var buf bytes.Buffer
 	aprops := []pqarrow.WriterOption{pqarrow.WithStoreSchema()}
-	if tc.Stored != nil {
-		aprops = nil
+	if restored {
+		aprops = nil // ARROW:schema is appended below, with the stored types
 	}
-	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(parquet.WithDictionaryDefault(tc.Dict)),
-		pqarrow.NewArrowWriterProperties(aprops...))
+	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", tc.Name, err)
+		return nil, err
 	}
-	// two row groups
 	for _, part := range []arrow.RecordBatch{rec.NewSlice(0, rec.NumRows()/2), rec.NewSlice(rec.NumRows()/2, rec.NumRows())} {
 		err := w.Write(part)
 		part.Release()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", tc.Name, err)
+			return nil, err
 		}
 	}
-	if tc.Stored != nil {
-		fields := schema.Fields()
-		fields[1].Type = tc.Stored
-		schemaMD := schema.Metadata()
-		stored := arrow.NewSchema(fields, &schemaMD)
-		if err := w.AppendKeyValueMetadata("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(stored, memory.DefaultAllocator))); err != nil {
+	if restored {
+		stored := schema.Fields()
+		for i, tc := range cases {
+			if tc.Stored != nil {
+				stored[i+1].Type = tc.Stored
+			}
+		}
+		sc := arrow.NewSchema(stored, &topicMD)
+		if err := w.AppendKeyValueMetadata("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sc, memory.DefaultAllocator))); err != nil {
 			return nil, err
 		}
 	}
 	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("%s: %w", tc.Name, err)
+		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// timestamps are the timestamp_ns values of a chunk: unsorted, with ties and nulls.
+func timestamps(rows, chunk int) arrow.Array {
+	tb := array.NewInt64Builder(memory.DefaultAllocator)
+	defer tb.Release()
+	for i := range rows {
+		if i%9 == 4 {
+			tb.AppendNull()
+		} else {
+			tb.Append(int64((i*7919)%1000 + chunk*300))
+		}
+	}
+	return tb.NewArray()
+}
+
+// repeat returns rows values of tc: its six values over and over.
+func repeat(tc Case, rows int) (arrow.Array, error) {
+	col, _, err := array.FromJSON(memory.DefaultAllocator, tc.Written, strings.NewReader(tc.Values))
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	defer col.Release()
+	if rows%col.Len() != 0 {
+		return nil, fmt.Errorf("%d rows is not a multiple of %d values", rows, col.Len())
+	}
+	parts := make([]arrow.Array, rows/col.Len())
+	for i := range parts {
+		parts[i] = col
+	}
+	return array.Concatenate(parts, memory.DefaultAllocator)
 }
