@@ -736,3 +736,32 @@ func TestPerFileDifferences(t *testing.T) {
 		t.Fatalf("missing pair: drift %q", drift)
 	}
 }
+
+// No empty row group, no empty chunk (issue 8 point 5): rows that are an exact multiple of the
+// row group size end with a full row group, not an empty one; a writer closed without rows
+// fails instead of writing a chunk of nothing.
+func TestNoEmptyRowGroupsOrChunks(t *testing.T) {
+	schema := topicSchema()
+	data := write(t, schema, 3000, []int{1000, 500, 1500}, WriterOptions{RowGroupRows: 1000})
+	c, err := Open(bytes.NewReader(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.NumRowGroups() != 3 || c.EmptyRowGroup() != -1 {
+		t.Fatalf("%d row groups, first empty one %d; want 3 full ones", c.NumRowGroups(), c.EmptyRowGroup())
+	}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, layoutOf(t, schema), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := rows(t, schema, 0, 0)
+	defer empty.Release()
+	if err := w.Write(empty); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); !errors.Is(err, ErrNoRows) {
+		t.Fatalf("closing a writer without rows: %v, want ErrNoRows", err)
+	}
+}
