@@ -61,9 +61,17 @@ func putChunk(t *testing.T, b *blob.Bucket, key string, input int, ts []int64) {
 	t.Helper()
 	rec := chunkRecord(testSchema(), input, ts)
 	defer rec.Release()
-	// Written as the ingestion service writes chunks: plain pqarrow, ARROW:schema stored.
+	if err := b.WriteAll(context.Background(), key, encodeChunk(t, rec), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// encodeChunk writes rec as the ingestion service writes chunks: plain pqarrow, ARROW:schema
+// stored, row groups of 4 rows.
+func encodeChunk(t *testing.T, rec arrow.RecordBatch) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(testSchema(), &buf, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(4)),
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(4)),
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		t.Fatal(err)
@@ -76,9 +84,7 @@ func putChunk(t *testing.T, b *blob.Bucket, key string, input int, ts []int64) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.WriteAll(context.Background(), key, buf.Bytes(), nil); err != nil {
-		t.Fatal(err)
-	}
+	return buf.Bytes()
 }
 
 func k(ts int64, input int, row int64) plan.Key {
@@ -405,23 +411,12 @@ func TestWriteOutputFooterChanged(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(sc, &buf, nil, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 	key := store.ChunkKey(prefix+"O", 0)
-	if err := other.bucket.WriteAll(ctx, key, buf.Bytes(), nil); err != nil {
+	if err := other.bucket.WriteAll(ctx, key, encodeChunk(t, rec), nil); err != nil {
 		t.Fatal(err)
 	}
 	other.inputs = []plan.Input{{ObjectKey: key}}
-	_, err = WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"X", 0), other.layout(t), nil)
+	_, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"X", 0), other.layout(t), nil)
 	var ce *ChunkError
 	if !errors.As(err, &ce) || ce.Key != p.Inputs[0].ObjectKey || !strings.Contains(err.Error(), `footer changed since planning: Parquet schema element 4 differs: "payload"`) {
 		t.Fatalf("changed footer: %v", err)
