@@ -146,7 +146,7 @@ func EnsureSchedule(ctx context.Context, c client.Client, cfg Config, opts PassO
 // WriteSummary writes the summary of a finished run: counts of optimized, skipped, failed and
 // quarantined topics (and those not attempted after a store fault), rows and chunk/byte totals,
 // then the store fault that stopped the run if any, one line per quarantined topic with its
-// reason and one per failed topic with its locator and error.
+// reason and one per failed topic with its locator and error (in short for the store fault).
 func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", runID)
@@ -178,8 +178,15 @@ func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult)
 	fmt.Fprintln(w, "\nfailed topics:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "locator\terror")
+	// Failures with the store fault that stopped the run ("store <URL>: <cause>") say so in
+	// short: the fault is printed once, above.
+	faultKey, _, _ := strings.Cut(res.StoreFault, " (")
 	for _, f := range res.Failures {
-		fmt.Fprintf(tw, "%s\t%s\n", f.Locator, oneLine(f.Error))
+		msg := oneLine(f.Error)
+		if before, _, hit := strings.Cut(msg, faultKey); faultKey != "" && hit {
+			msg = before + "the store fault above"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", f.Locator, msg)
 	}
 	if res.Failed > len(res.Failures) {
 		fmt.Fprintf(tw, "…\t%d more failures not listed (see the Web UI)\n", res.Failed-len(res.Failures))

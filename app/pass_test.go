@@ -12,6 +12,7 @@ import (
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/pgtest"
 	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/workflows"
 )
 
 // TestRunPassOptimizesEveryTopic runs the whole application on real parts: a dev server, a
@@ -111,6 +112,11 @@ func TestWriteSummarySaysStoreFaultOnce(t *testing.T) {
 	res := workflowsResult()
 	res.StoreFault = "store file:///data/store: read-only file system (mkdir /data/store/tp_x: read-only file system); mount it read-write"
 	res.NotAttempted = 96
+	for _, l := range []string{"run_7/gps", "run_7/cam"} {
+		res.Failures = append(res.Failures, workflows.TopicFailure{Locator: l, Error: "topic " + l +
+			": write-chunks group 0: store file:///data/store: read-only file system (mkdir /data/store/tp_" + l + ": read-only file system); mount it read-write"})
+		res.Failed++
+	}
 	if err := app.WriteSummary(&buf, "storeopt-run-x", res); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +127,11 @@ func TestWriteSummarySaysStoreFaultOnce(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	if n := strings.Count(out, "read-only file system ("); n != 1 {
-		t.Errorf("store fault said %d times:\n%s", n, out)
+	if n := strings.Count(out, "read-only file system"); n != 2 {
+		t.Errorf("store fault said %d times, want once:\n%s", n/2, out)
+	}
+	if !strings.Contains(out, "run_7/cam  topic run_7/cam: write-chunks group 0: the store fault above\n") ||
+		!strings.Contains(out, "chunk tp_1/data/00042.parquet: no column") {
+		t.Errorf("failed topics not listed, or the store fault not in short:\n%s", out)
 	}
 }
