@@ -596,7 +596,7 @@ func readRowsUnchecked(data []byte) (err error) {
 // panic. Two files cannot even be mapped to Arrow; they are refused with the mapping error.
 func TestParquetTestingFilesWithoutTimestamp(t *testing.T) {
 	unmappable := map[string]string{
-		"incorrect_map_schema.parquet": "MAP keys must be required",
+		"incorrect_map_schema.parquet": `cannot map Parquet schema to Arrow (column "my_map", Parquet optional group logical Map converted MAP): MAP keys must be required`,
 		"unknown-logical-type.parquet": "invalid logical type",
 	}
 	files := sharedFiles(t, "parquet-testing")

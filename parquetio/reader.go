@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // TimestampColumn is the name of the required timestamp column (Int64 nanoseconds since the Unix
@@ -100,6 +101,37 @@ type Chunk struct {
 	kv          metadata.KeyValueMetadata // the footer's pairs as stored
 }
 
+// unmappableColumn names the first top-level column arrow-go cannot map to Arrow on its own
+// (" (column "x", Parquet …)"), or returns "". It is called once the file is refused: it
+// re-parents the file's schema nodes.
+func unmappableColumn(pf *file.Reader) (named string) {
+	defer func() {
+		if recover() != nil {
+			named = ""
+		}
+	}()
+	root := pf.MetaData().Schema.Root()
+	for i := range root.NumFields() {
+		field := root.Field(i)
+		g, err := schema.NewGroupNode(root.Name(), parquet.Repetitions.Required, schema.FieldList{field}, -1)
+		if err != nil {
+			continue
+		}
+		if _, err := pqarrow.FromParquet(schema.NewSchema(g), &pqarrow.ArrowReadProperties{}, nil); err != nil {
+			return fmt.Sprintf(" (column %q, Parquet %s)", field.Name(), describeNode(field))
+		}
+	}
+	return ""
+}
+
+// describeNode renders a node's physical, logical and converted types.
+func describeNode(n schema.Node) string {
+	if p, ok := n.(*schema.PrimitiveNode); ok {
+		return fmt.Sprintf("%s %s logical %s converted %s", n.RepetitionType(), p.PhysicalType(), p.LogicalType(), p.ConvertedType())
+	}
+	return fmt.Sprintf("%s group logical %s converted %s", n.RepetitionType(), n.LogicalType(), n.ConvertedType())
+}
+
 // withoutKey returns kv without the pairs of key (a new slice).
 func withoutKey(kv metadata.KeyValueMetadata, key string) metadata.KeyValueMetadata {
 	out := kv[:0:0]
@@ -149,7 +181,7 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 		fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
 	}
 	if err != nil {
-		return nil, &InputError{Err: fmt.Errorf("cannot map Parquet schema to Arrow: %w", err)}
+		return nil, &InputError{Err: fmt.Errorf("cannot map Parquet schema to Arrow%s: %w", unmappableColumn(pf), err)}
 	}
 	c.fr = fr
 	if c.Schema, err = fr.Schema(); err != nil {

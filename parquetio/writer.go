@@ -259,7 +259,7 @@ func (w *Writer) flushRowGroup() error {
 func (w *Writer) writeLeaf(cw file.ColumnChunkWriter, path *leafPath, col arrow.Array) error {
 	lv, err := w.shred.shred(w.ctx, path, col)
 	if err != nil {
-		return err
+		return &InputError{Err: err}
 	}
 	values := lv.values
 	if fixed, ok := decimalAsFixed(values, cw.Descr(), w.mem); ok {
@@ -268,8 +268,13 @@ func (w *Writer) writeLeaf(cw file.ColumnChunkWriter, path *leafPath, col arrow.
 	}
 	defer values.Release()
 	if err := pqarrow.WriteArrowToColumn(w.ctx, cw, values, lv.def, lv.rep, lv.nullable); err != nil {
-		return fmt.Errorf("column %q (Arrow type %s, Parquet %s): %w", path.name, values.DataType(),
+		err = fmt.Errorf("column %q (Arrow type %s, Parquet %s): %w", path.name, values.DataType(),
 			cw.Descr().PhysicalType(), err)
+		if w.sink.err != nil {
+			return err // the store failed: retryable
+		}
+		// arrow-go cannot encode this column: no retry helps.
+		return &InputError{Err: fmt.Errorf("arrow-go cannot write %w", err)}
 	}
 	return nil
 }
@@ -332,6 +337,7 @@ type footerSink struct {
 	capture bool
 	discard bool
 	tail    bytes.Buffer
+	err     error // the first error of w
 }
 
 func (s *footerSink) Write(p []byte) (int, error) {
@@ -341,7 +347,11 @@ func (s *footerSink) Write(p []byte) (int, error) {
 	case s.capture:
 		return s.tail.Write(p)
 	}
-	return s.w.Write(p)
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }
 
 // writeFooter writes the captured footer with its schema list replaced by f's stored bytes.
