@@ -195,8 +195,48 @@ func checkExact(t *testing.T, f fixture, p *Plan, opts Options) {
 	if p.Totals != f.totals || p.Version != Version || p.MaxChunkSizeBytes != maxSize {
 		fail("header: totals %+v version %d max %d", p.Totals, p.Version, p.MaxChunkSizeBytes)
 	}
-	if br, rg := batchSizes(f.inputs); p.BatchRows != br || p.RowGroupRows != rg {
-		fail("batch sizes %d/%d, want %d/%d", p.BatchRows, p.RowGroupRows, br, rg)
+	// Without a memory budget: batches of about 8 MiB and row groups of about 64 MiB (16 MiB for
+	// rows wider than 4 KiB) of the inputs' average Arrow row, within [16, 64 Ki] and [16, 1 Mi]
+	// rows (the documented rule, worked out here from the fixture, not by the planner's code).
+	var allRows, arrowBytes int64
+	for _, in := range f.inputs {
+		allRows += in.Rows
+		arrowBytes += in.ArrowBytes
+	}
+	bpr := max(arrowBytes/max(allRows, 1), 1)
+	rgBytes := int64(64 << 20)
+	if bpr > 4096 {
+		rgBytes = 16 << 20
+	}
+	wantBatch, wantRG := min(max((8<<20)/bpr, 16), 64<<10), min(max(rgBytes/bpr, 16), 1<<20)
+	if opts.MemoryBudgetBytes == 0 && (p.BatchRows != wantBatch || p.RowGroupRows != wantRG) {
+		fail("batch sizes %d/%d, want %d/%d for %d-byte rows", p.BatchRows, p.RowGroupRows, wantBatch, wantRG, bpr)
+	}
+}
+
+// TestComputeMemoryBudget: with a memory pool, a batch is at most 1/128 of it and a row group at
+// most 1/32 (1/64 for rows wider than 4 KiB), never less than one row.
+func TestComputeMemoryBudget(t *testing.T) {
+	tests := []struct {
+		name            string
+		bytesPerRow     int64 // object bytes; the fixture's Arrow rows are twice as wide
+		pool            int64
+		batch, rowGroup int64
+	}{
+		{"100-byte rows, 256 MiB", 50, 256 << 20, 20971, 83886},       // 256 MiB/128/100, 256 MiB/32/100
+		{"8 KiB rows, 256 MiB", 4096, 256 << 20, 256, 512},            // 256 MiB/128/8 KiB, 256 MiB/64/8 KiB
+		{"1 MiB rows, 16 MiB", 512 << 10, 16 << 20, 1, 1},             // less than a row: one row
+		{"100-byte rows, no pool", 50, 0, 64 << 10, (64 << 20) / 100}, // the caps without a pool
+	}
+	for _, tc := range tests {
+		f := build([]inputSpec{{rows: cells(1, 2, 3), bytesPerRow: tc.bytesPerRow}})
+		p, err := Compute(f.inputs, f.samples, f.totals, Options{MemoryBudgetBytes: tc.pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.BatchRows != tc.batch || p.RowGroupRows != tc.rowGroup {
+			t.Errorf("%s: batch %d rows, row group %d rows; want %d and %d", tc.name, p.BatchRows, p.RowGroupRows, tc.batch, tc.rowGroup)
+		}
 	}
 }
 
