@@ -13,8 +13,10 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/storeopt/storeopt/catalog"
@@ -290,4 +292,34 @@ func failuresByLocator(t *testing.T, res workflows.StoreOptimizerResult) map[str
 		out[f.Locator] = f.Error
 	}
 	return out
+}
+
+// arrowRefusal is how read-sort must refuse a chunk holding data, worked out from what arrow-go
+// itself makes of the file: "not a readable Parquet file" when it cannot open it, its own
+// error when it cannot map the Parquet schema to Arrow (the mapping error, or the value its
+// reader panicked with), `no column "timestamp_ns" (type int64 required)` when the schema maps
+// but has no such column, and "" when the file has the column (the caller must know the cause).
+func arrowRefusal(data []byte) (cause string) {
+	defer func() {
+		if r := recover(); r != nil {
+			cause = fmt.Sprint(r)
+		}
+	}()
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return "not a readable Parquet file"
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return err.Error()
+	}
+	schema, err := fr.Schema()
+	if err != nil {
+		return err.Error()
+	}
+	if len(schema.FieldIndices("timestamp_ns")) == 0 {
+		return `no column "timestamp_ns" (type int64 required)`
+	}
+	return ""
 }

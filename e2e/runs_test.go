@@ -21,7 +21,8 @@ import (
 )
 
 // TestCorruptChunkFailsOnlyItsTopic replaces one chunk of a topic with a corrupt Parquet file
-// from the shared test data's bad_data (sharedDataDir): that topic is reported with its locator and the chunk's error and
+// from the shared test data's bad_data (sharedDataDir; refused for having no timestamp_ns
+// column, see arrowRefusal): that topic is reported with its locator and the chunk's error and
 // left exactly as it was (catalog, objects, no partial output, not queued), while the other
 // topics of the run are optimized.
 func TestCorruptChunkFailsOnlyItsTopic(t *testing.T) {
@@ -61,8 +62,9 @@ func TestCorruptChunkFailsOnlyItsTopic(t *testing.T) {
 		t.Fatalf("run result %+v, want 2 optimized and 1 failed", res)
 	}
 	f := res.Failures[0]
-	if f.Locator != victim.Locator || !strings.Contains(f.Error, victim.Locator) || !strings.Contains(f.Error, keys[3]) {
-		t.Fatalf("failure %+v does not name topic %s and chunk %s", f, victim.Locator, keys[3])
+	if f.Locator != victim.Locator || !strings.Contains(f.Error, victim.Locator) || !strings.Contains(f.Error, keys[3]) ||
+		!strings.Contains(f.Error, arrowRefusal(bad)) {
+		t.Fatalf("failure %+v does not name topic %s, chunk %s and the cause %q", f, victim.Locator, keys[3], arrowRefusal(bad))
 	}
 	t.Logf("reported: %s", f.Error)
 	for _, s := range good {

@@ -38,7 +38,8 @@ type thirdParty struct {
 // the optimizer rewrites it losslessly (row multiset, schema and its metadata verbatim). Files
 // arrow-go cannot read or write back cannot be converted; every file used unmodified as a topic's
 // only chunk is refused naming the chunk: with `no column "timestamp_ns"` when arrow-go maps its
-// schema, with arrow-go's error otherwise. All topics go through one run.
+// schema, with arrow-go's error otherwise (arrowRefusal). At least minThirdPartyRoundTrips files
+// must round-trip. All topics go through one run.
 func TestThirdPartyParquet(t *testing.T) {
 	dir := sharedDataDir(t, "parquet-testing")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
@@ -49,7 +50,6 @@ func TestThirdPartyParquet(t *testing.T) {
 
 	type rawFile struct {
 		locator, key string
-		mapsToArrow  bool
 		before       topicRecord
 	}
 	var (
@@ -57,7 +57,8 @@ func TestThirdPartyParquet(t *testing.T) {
 		toCheck   []snapshot
 		optimized []int64
 		raws      []rawFile
-		refused   = map[string]string{} // locator → what its failure must say
+		refused   = map[string]string{} // locator → how its failure must start
+		causes    = map[string]string{} // locator → the cause its failure must give
 	)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -79,13 +80,12 @@ func TestThirdPartyParquet(t *testing.T) {
 		}
 		loc := "raw/" + name
 		id, _ := e.putTopic(t, rawTopic{sequence: "raw", locator: loc, chunks: []rawChunk{{data: data, rows: footerRows(data)}}})
-		raw := rawFile{locator: loc, key: chunkKeys(t, e.cat, id)[0], mapsToArrow: mapsToArrow(data), before: e.recordTopic(t, id)}
+		raw := rawFile{locator: loc, key: chunkKeys(t, e.cat, id)[0], before: e.recordTopic(t, id)}
 		raws = append(raws, raw)
-		if raw.mapsToArrow {
-			refused[loc] = "read-sort: chunk " + raw.key + `: no column "timestamp_ns" (type int64 required)`
-		} else {
-			// The cause is arrow-go's (the mapping error, or its panic caught by the reader).
-			refused[loc] = "read-sort: chunk " + raw.key + ": "
+		refused[loc] = "read-sort: chunk " + raw.key + ": "
+		// No column "timestamp_ns" when arrow-go maps the schema, else arrow-go's own error.
+		if causes[loc] = arrowRefusal(data); causes[loc] == "" {
+			t.Fatalf("%s has a timestamp_ns column: this test does not know why it must be refused", name)
 		}
 	}
 	storeBefore := e.storeContent(t)
@@ -106,7 +106,16 @@ func TestThirdPartyParquet(t *testing.T) {
 		if want := "topic " + r.locator + ": " + refused[r.locator]; !ok || !strings.HasPrefix(msg, want) {
 			t.Errorf("topic %s: failure %q, want it to start with %q", r.locator, msg, want)
 		}
+		if c := causes[r.locator]; c != "" && !strings.Contains(msg, c) {
+			t.Errorf("topic %s: failure %q does not give the cause %q", r.locator, msg, c)
+		}
 		e.checkUntouched(t, r.before)
+	}
+	// parquet-testing's files round-trip but for the 6 arrow-go v18.8.0 cannot read (LZ4 of the
+	// Hadoop framing, a corrupt page, a MAP with optional keys, an unknown logical type) and the
+	// one without rows: fewer round trips mean files this test no longer proves anything about.
+	if len(optimized) < minThirdPartyRoundTrips {
+		t.Errorf("%d of %d files round-tripped, want at least %d", len(optimized), len(files), minThirdPartyRoundTrips)
 	}
 	if res.Optimized != len(optimized) || res.Failed != len(raws) {
 		t.Errorf("run result: %d optimized, %d failed; want %d optimized, %d failed",
@@ -129,6 +138,10 @@ func TestThirdPartyParquet(t *testing.T) {
 	t.Logf("third-party files:\n%s", table.String())
 }
 
+// minThirdPartyRoundTrips is the number of parquet-testing files that round-trip through the
+// optimizer (51 of 58 with arrow-go v18.8.0).
+const minThirdPartyRoundTrips = 51
+
 // footerRows returns the row count in the file's footer, or 0 when the footer is unreadable (or
 // the reader panics on it).
 func footerRows(data []byte) (n int64) {
@@ -143,26 +156,6 @@ func footerRows(data []byte) (n int64) {
 	}
 	defer pf.Close()
 	return pf.NumRows()
-}
-
-// mapsToArrow reports whether arrow-go maps the file's Parquet schema to an Arrow schema.
-func mapsToArrow(data []byte) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
-	if err != nil {
-		return false
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		return false
-	}
-	_, err = fr.Schema()
-	return err == nil
 }
 
 // convertThirdParty reads the file with arrow-go and writes its rows plus timestamp_ns as two
