@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/workflows"
@@ -54,6 +55,11 @@ type Config struct {
 	TemporalAddress string
 	// Namespace is the Temporal namespace.
 	Namespace string
+	// Temporal is the rest of the Temporal client's connection as the temporal CLI loads it
+	// (LoadTemporalProfile): API key, TLS and mTLS certificates, gRPC metadata, authority. Its
+	// Address and Namespace are not used: TemporalAddress and Namespace are. The zero value is a
+	// plaintext connection without credentials.
+	Temporal envconfig.ClientConfigProfile
 	// TaskQueue is the task queue the worker polls and the starter starts workflows on.
 	TaskQueue string
 	// DatabaseURL is the PostgreSQL URL of the catalog (may hold a password: log it only through
@@ -73,6 +79,10 @@ type Config struct {
 	// verification error quarantine it (worker only, BindWorkerFlags); 0 =
 	// catalog.DefaultQuarantineAfter (3).
 	QuarantineAfter int
+
+	// temporalFlags are the parsed Temporal connection flags (BindFlags), applied by
+	// LoadTemporalProfile.
+	temporalFlags *temporalFlags
 }
 
 // DefaultStoreURL returns file://<absolute path of ./demo-data/store>.
@@ -86,12 +96,12 @@ func DefaultStoreURL() string {
 
 // BindFlags registers one flag per Config field on fs. Each flag's default comes from its
 // environment variable (see the Env* constants) or, when that is unset or empty, from the
-// Default* constants. A malformed numeric environment variable is reported by Validate.
+// Default* constants. A malformed numeric environment variable is reported by Validate. The
+// Temporal connection (--temporal-address, --namespace, --profile, --config-file, --api-key,
+// --tls*) is resolved after parsing by LoadTemporalProfile, from the flags given, the TEMPORAL_*
+// variables and the temporal.toml profile, like the temporal CLI.
 func (c *Config) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.TemporalAddress, "temporal-address", envOr(EnvTemporalAddress, DefaultTemporalAddress),
-		"Temporal frontend host:port (env "+EnvTemporalAddress+")")
-	fs.StringVar(&c.Namespace, "namespace", envOr(EnvTemporalNamespace, DefaultNamespace),
-		"Temporal namespace (env "+EnvTemporalNamespace+")")
+	c.bindTemporalFlags(fs)
 	fs.StringVar(&c.TaskQueue, "task-queue", envOr(EnvTaskQueue, workflows.TaskQueue),
 		"Temporal task queue (env "+EnvTaskQueue+")")
 	fs.StringVar(&c.DatabaseURL, "database-url", envOr(EnvDatabaseURL, DefaultDatabaseURL),
@@ -147,6 +157,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("quarantine after %d failures: want 1 or more (or 0 for the default, %d)", c.QuarantineAfter, catalog.DefaultQuarantineAfter)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if _, err := c.TemporalClientOptions(); err != nil {
 		return err
 	}
 	return nil

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -9,24 +11,42 @@ import (
 	"github.com/storeopt/storeopt/workflows"
 )
 
-// parse parses args with the worker's flags (BindFlags and BindWorkerFlags).
+// parse parses args with the worker's flags (BindFlags and BindWorkerFlags) and loads the
+// Temporal profile, as the worker command does. The result has no parsed flags attached, so that
+// it compares with a Config literal.
 func parse(t *testing.T, args ...string) Config {
 	t.Helper()
-	var cfg Config
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	cfg.BindFlags(fs)
-	cfg.BindWorkerFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	cfg, err := tryParse(args...)
+	if err != nil {
 		t.Fatalf("parse %v: %v", args, err)
 	}
 	return cfg
 }
 
+func tryParse(args ...string) (Config, error) {
+	var cfg Config
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	cfg.BindFlags(fs)
+	cfg.BindWorkerFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	err := cfg.LoadTemporalProfile()
+	cfg.temporalFlags = nil
+	return cfg, err
+}
+
+// clearEnv empties every variable the configuration reads, and points TEMPORAL_CONFIG_FILE at a
+// file that does not exist (the developer's own temporal.toml must not leak into tests).
 func clearEnv(t *testing.T) {
 	for _, name := range []string{EnvTemporalAddress, EnvTemporalNamespace, EnvTaskQueue, EnvDatabaseURL,
-		EnvStoreURL, EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvLogLevel, EnvQuarantineAfter} {
+		EnvStoreURL, EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvLogLevel, EnvQuarantineAfter,
+		EnvTemporalAPIKey, EnvTemporalTLS, EnvTemporalTLSCert, EnvTemporalTLSKey, EnvTemporalTLSCA,
+		EnvTemporalTLSServerName, EnvTemporalProfile, "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA",
+		"TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY"} {
 		t.Setenv(name, "")
 	}
+	t.Setenv(EnvTemporalConfigFile, filepath.Join(t.TempDir(), "none.toml"))
 }
 
 func TestConfigDefaults(t *testing.T) {
@@ -42,7 +62,7 @@ func TestConfigDefaults(t *testing.T) {
 		LogLevel:                "info",
 		QuarantineAfter:         3,
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}
 	if !strings.HasPrefix(cfg.StoreURL, "file:///") || !strings.HasSuffix(cfg.StoreURL, "/demo-data/store") {
@@ -68,7 +88,7 @@ func TestConfigFromEnvironmentAndFlags(t *testing.T) {
 		DatabaseURL: "postgres://db/cat", StoreURL: "mem://", MemoryPoolBytes: 20000000,
 		MaxConcurrentActivities: 8, LogLevel: "info", QuarantineAfter: 3,
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("\n got %+v\nwant %+v", cfg, want)
 	}
 }

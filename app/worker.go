@@ -93,7 +93,8 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)
 	}
-	logger.Info("worker started", "database", RedactURL(cfg.DatabaseURL), "store", RedactURL(cfg.StoreURL),
+	logger.Info("worker started", "temporal", cfg.TemporalAddress, "temporal_connection", cfg.temporalTLS(),
+		"database", RedactURL(cfg.DatabaseURL), "store", RedactURL(cfg.StoreURL),
 		"memory_pool_bytes", cfg.MemoryPoolBytes, "max_concurrent_activities", cfg.MaxConcurrentActivities,
 		"quarantine_after", cmp.Or(cfg.QuarantineAfter, catalog.DefaultQuarantineAfter))
 

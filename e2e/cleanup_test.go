@@ -52,6 +52,7 @@ func (e *env) starter(t *testing.T, args ...string) (string, int) {
 		app.EnvStoreURL+"="+e.cfg.StoreURL,
 		app.EnvTaskQueue+"="+e.cfg.TaskQueue,
 		app.EnvLogLevel+"=warn")
+	cmd.Env = append(cmd.Env, e.procEnv...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {

@@ -25,6 +25,9 @@ type env struct {
 	cfg app.Config
 	// lastRun is the workflow ID of the last run started by runPass.
 	lastRun string
+	// procEnv is added to the environment of the worker and starter processes the test starts
+	// (after the variables that point them at cfg).
+	procEnv []string
 }
 
 func newEnv(t *testing.T) *env {

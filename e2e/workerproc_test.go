@@ -100,6 +100,7 @@ func launchWorker(e *env, faultSpec string, log *procLog) (*workerProc, error) {
 		app.EnvTaskQueue+"="+e.cfg.TaskQueue,
 		app.EnvLogLevel+"=warn",
 		faults.EnvVar+"="+faultSpec)
+	cmd.Env = append(cmd.Env, e.procEnv...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %v", err)

@@ -80,6 +80,9 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := e.cfg.LoadTemporalProfile(); err != nil {
+				return err
+			}
 			if err := e.cfg.Validate(); err != nil {
 				return err
 			}
