@@ -91,7 +91,8 @@ func RunCleanup(ctx context.Context, c client.Client, cfg Config, opts CleanupOp
 
 // EnsureCleanupSchedule creates the Temporal Schedule CleanupScheduleID, or updates it when it
 // exists, so that it starts CleanupWorkflow with opts on cfg.TaskQueue every interval or on cron
-// (see ScheduleSpecFor) with overlap policy SKIP. The schedule is left unpaused.
+// (see ScheduleSpecFor) with overlap policy SKIP. A schedule it creates is unpaused; one it
+// updates keeps its paused state (an operator paused it on purpose).
 func EnsureCleanupSchedule(ctx context.Context, c client.Client, cfg Config, opts CleanupOptions, interval time.Duration, cron string) error {
 	if err := opts.Validate(); err != nil {
 		return err
@@ -109,7 +110,7 @@ func EnsureCleanupSchedule(ctx context.Context, c client.Client, cfg Config, opt
 }
 
 // upsertSchedule creates the schedule id with spec and action and overlap policy SKIP, or, when
-// it exists, replaces its spec and action, sets SKIP and unpauses it.
+// it exists, replaces its spec and action and sets SKIP, leaving it paused if it was.
 func upsertSchedule(ctx context.Context, c client.Client, id string, spec client.ScheduleSpec, action *client.ScheduleWorkflowAction) error {
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:      id,

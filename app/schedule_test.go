@@ -40,7 +40,7 @@ func TestEnsureScheduleCreatesThenUpdates(t *testing.T) {
 	defer cancel()
 	cfg := srv.Config("postgres://unused", "mem://")
 
-	// Paused-free schedules would fire: an interval of a day never fires during the test.
+	// An interval of a day never fires during the test.
 	if err := app.EnsureSchedule(ctx, srv.Client, cfg, app.PassOptions{MaxChunkSizeBytes: 1000}, 24*time.Hour, ""); err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -108,5 +108,35 @@ func checkAction(t *testing.T, desc *client.ScheduleDescription, queue string, m
 	}
 	if in.MaxChunkSizeBytes != maxChunk {
 		t.Errorf("action input MaxChunkSizeBytes %d, want %d", in.MaxChunkSizeBytes, maxChunk)
+	}
+}
+
+// TestEnsureScheduleKeepsPausedSchedulePaused: an operator pauses the schedule; running the
+// starter's schedule command again updates it (new options) and leaves it paused.
+func TestEnsureScheduleKeepsPausedSchedulePaused(t *testing.T) {
+	srv := testenv.StartDevServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := srv.Config("postgres://unused", "mem://")
+	if err := app.EnsureSchedule(ctx, srv.Client, cfg, app.PassOptions{MaxChunkSizeBytes: 1000}, 24*time.Hour, ""); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if desc := describe(ctx, t, srv.Client); desc.Schedule.State.Paused {
+		t.Fatalf("a new schedule is paused")
+	}
+	h := srv.Client.ScheduleClient().GetHandle(ctx, app.ScheduleID)
+	if err := h.Pause(ctx, client.SchedulePauseOptions{Note: "maintenance"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.EnsureSchedule(ctx, srv.Client, cfg, app.PassOptions{MaxChunkSizeBytes: 3000}, 12*time.Hour, ""); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	desc := describe(ctx, t, srv.Client)
+	checkAction(t, desc, cfg.TaskQueue, 3000) // the update happened
+	if got := desc.Schedule.Spec.Intervals; len(got) != 1 || got[0].Every != 12*time.Hour {
+		t.Errorf("intervals after update: %+v", got)
+	}
+	if !desc.Schedule.State.Paused {
+		t.Errorf("the update unpaused a paused schedule")
 	}
 }

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/internal/testenv"
@@ -213,9 +216,47 @@ func TestCleanup(t *testing.T) {
 	if iv := desc.Schedule.Spec.Intervals; len(iv) != 1 || iv[0].Every != time.Hour {
 		t.Errorf("schedule intervals %+v, want every 1h", iv)
 	}
+	if r := scheduledRetention(t, desc); r != 2*time.Hour {
+		t.Errorf("schedule starts cleanups with retention %v, want 2h", r)
+	}
+	// An operator pauses it; the starter updates it: it stays paused, with the new retention.
+	if err := h.Pause(ctx, client.SchedulePauseOptions{Note: "paused by the test"}); err != nil {
+		t.Fatal(err)
+	}
+	out, code = e.starter(t, "cleanup", "--time-interval", "3600", "--retention-duration", "600")
+	if code != 0 {
+		t.Fatalf("starter cleanup --time-interval (update) exited %d:\n%s", code, out)
+	}
+	if desc, err = h.Describe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := scheduledRetention(t, desc); r != 10*time.Minute {
+		t.Errorf("updated schedule starts cleanups with retention %v, want 10m", r)
+	}
+	if !desc.Schedule.State.Paused {
+		t.Errorf("the starter's update unpaused a paused schedule")
+	}
 	if err := h.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// scheduledRetention returns the retention of the cleanups the schedule starts (its action's
+// CleanupInput).
+func scheduledRetention(t *testing.T, desc *client.ScheduleDescription) time.Duration {
+	t.Helper()
+	act, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	if !ok || len(act.Args) != 1 {
+		t.Fatalf("schedule action %+v, want a workflow action with one argument", desc.Schedule.Action)
+	}
+	var in workflows.CleanupInput
+	if err := converter.GetDefaultDataConverter().FromPayload(act.Args[0].(*commonpb.Payload), &in); err != nil {
+		t.Fatalf("decode the schedule's cleanup input: %v", err)
+	}
+	if in.RetentionDuration == nil {
+		t.Fatalf("schedule starts cleanups without a retention (the 24 h default)")
+	}
+	return *in.RetentionDuration
 }
 
 // equalCleanup compares cleanup results without the error list.
