@@ -20,16 +20,18 @@ const DialTimeout = 30 * time.Second
 
 // Dial connects to the Temporal frontend with cfg's client options (TemporalClientOptions:
 // address, namespace, TLS or mTLS, API key), retrying with backoff for up to DialTimeout (the
-// server may still be starting). The client logs through logger. A refused TLS handshake, an
-// untrusted server certificate or a refused API key is not retried: the error says what was
-// refused and which setting to change. Otherwise it returns the last connection error when the
-// frontend stays unreachable, or ctx's error when ctx ends first.
-func Dial(ctx context.Context, cfg Config, logger *slog.Logger) (client.Client, error) {
+// server may still be starting). The client logs through logger; WithMetrics makes it report the
+// Temporal SDK's metrics. A refused TLS handshake, an untrusted server certificate or a refused
+// API key is not retried: the error says what was refused and which setting to change.
+// Otherwise it returns the last connection error when the frontend stays unreachable, or ctx's
+// error when ctx ends first.
+func Dial(ctx context.Context, cfg Config, logger *slog.Logger, options ...Option) (client.Client, error) {
 	opts, err := cfg.TemporalClientOptions()
 	if err != nil {
 		return nil, err
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
+	opts.MetricsHandler = applyOptions(options).metricsHandler()
 	where := fmt.Sprintf("temporal at %s (namespace %s, %s)", cfg.TemporalAddress, cfg.Namespace, cfg.temporalTLS())
 	deadline := time.Now().Add(DialTimeout)
 	wait := 250 * time.Millisecond

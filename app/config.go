@@ -7,6 +7,7 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,6 +31,7 @@ const (
 	EnvMaxConcurrentActivities = "STOREOPT_MAX_CONCURRENT_ACTIVITIES"
 	EnvLogLevel                = "STOREOPT_LOG_LEVEL"
 	EnvQuarantineAfter         = "STOREOPT_QUARANTINE_AFTER"
+	EnvMetricsAddress          = "STOREOPT_METRICS_ADDRESS"
 )
 
 // Defaults used when neither a flag nor its environment variable is set.
@@ -79,6 +81,9 @@ type Config struct {
 	// verification error quarantine it (worker only, BindWorkerFlags); 0 =
 	// catalog.DefaultQuarantineAfter (3).
 	QuarantineAfter int
+	// MetricsAddress is the host:port where the worker serves Prometheus metrics at /metrics
+	// (worker only, BindWorkerFlags); "" = no metrics.
+	MetricsAddress string
 
 	// temporalFlags are the parsed Temporal connection flags (BindFlags), applied by
 	// LoadTemporalProfile.
@@ -113,8 +118,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 }
 
 // BindWorkerFlags registers the flags only the worker has (after BindFlags): memory pool,
-// activity concurrency, quarantine threshold. Without them the fields keep the defaults the
-// worker would take (starter commands do not use them).
+// activity concurrency, quarantine threshold, metrics address. Without them the fields keep the
+// defaults the worker would take (starter commands do not use them).
 func (c *Config) BindWorkerFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.MemoryPoolBytes, "memory-pool-size", envInt64(EnvMemoryPoolSize, 0),
 		"memory shared by a worker's activities, bytes; 0 = unlimited, else at least 16777216 (env "+EnvMemoryPoolSize+")")
@@ -123,6 +128,8 @@ func (c *Config) BindWorkerFlags(fs *pflag.FlagSet) {
 		"activities one worker runs at once; 0 = the Temporal SDK's default, 1000 (env "+EnvMaxConcurrentActivities+")")
 	fs.IntVar(&c.QuarantineAfter, "quarantine-after", int(envInt64(EnvQuarantineAfter, catalog.DefaultQuarantineAfter)),
 		"consecutive identical input or verification failures that quarantine a topic (env "+EnvQuarantineAfter+")")
+	fs.StringVar(&c.MetricsAddress, "metrics-address", os.Getenv(EnvMetricsAddress),
+		"host:port to serve Prometheus metrics on at /metrics, e.g. :9464; empty = no metrics (env "+EnvMetricsAddress+")")
 }
 
 // Validate reports the first invalid setting, including malformed numeric environment variables
@@ -161,6 +168,23 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.TemporalClientOptions(); err != nil {
 		return err
+	}
+	return c.validateMetricsAddress()
+}
+
+// validateMetricsAddress checks that MetricsAddress is empty or host:port with a numeric port
+// (the host may be empty: all interfaces).
+func (c *Config) validateMetricsAddress() error {
+	if c.MetricsAddress == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(c.MetricsAddress)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return fmt.Errorf("metrics address %q (--metrics-address or %s): want host:port, e.g. :9464 or 127.0.0.1:9464 (%v)",
+			c.MetricsAddress, EnvMetricsAddress, err)
 	}
 	return nil
 }

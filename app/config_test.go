@@ -40,7 +40,7 @@ func tryParse(args ...string) (Config, error) {
 // file that does not exist (the developer's own temporal.toml must not leak into tests).
 func clearEnv(t *testing.T) {
 	for _, name := range []string{EnvTemporalAddress, EnvTemporalNamespace, EnvTaskQueue, EnvDatabaseURL,
-		EnvStoreURL, EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvLogLevel, EnvQuarantineAfter,
+		EnvStoreURL, EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvLogLevel, EnvQuarantineAfter, EnvMetricsAddress,
 		EnvTemporalAPIKey, EnvTemporalTLS, EnvTemporalTLSCert, EnvTemporalTLSKey, EnvTemporalTLSCA,
 		EnvTemporalTLSServerName, EnvTemporalProfile, "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA",
 		"TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY"} {
@@ -132,7 +132,7 @@ func TestQuarantineAfterIsAWorkerSetting(t *testing.T) {
 	var starter Config
 	fs := pflag.NewFlagSet("starter", pflag.ContinueOnError)
 	starter.BindFlags(fs)
-	for _, name := range []string{"quarantine-after", "memory-pool-size", "max-concurrent-activities"} {
+	for _, name := range []string{"quarantine-after", "memory-pool-size", "max-concurrent-activities", "metrics-address"} {
 		if fs.Lookup(name) != nil {
 			t.Errorf("the starter has the worker's flag --%s", name)
 		}
@@ -145,5 +145,32 @@ func TestQuarantineAfterIsAWorkerSetting(t *testing.T) {
 	cfg = worker()
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), EnvQuarantineAfter) {
 		t.Errorf("malformed environment: %v", err)
+	}
+}
+
+func TestMetricsAddress(t *testing.T) {
+	clearEnv(t)
+	if got := parse(t).MetricsAddress; got != "" {
+		t.Errorf("default %q, want empty (no metrics)", got)
+	}
+	t.Setenv(EnvMetricsAddress, ":9464")
+	if got := parse(t).MetricsAddress; got != ":9464" {
+		t.Errorf("environment: %q, want :9464", got)
+	}
+	if got := parse(t, "--metrics-address", "127.0.0.1:9100").MetricsAddress; got != "127.0.0.1:9100" {
+		t.Errorf("flag over environment: %q, want 127.0.0.1:9100", got)
+	}
+	for _, addr := range []string{":9464", "127.0.0.1:0", "[::1]:9464", "worker:9464"} {
+		cfg := parse(t, "--metrics-address", addr)
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%q refused: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"9464", "localhost", ":http-alt", ":70000"} {
+		cfg := parse(t, "--metrics-address", addr)
+		err := cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), "--metrics-address") || !strings.Contains(err.Error(), EnvMetricsAddress) {
+			t.Errorf("%q: %v, want an error naming the flag and %s", addr, err, EnvMetricsAddress)
+		}
 	}
 }

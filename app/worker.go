@@ -12,10 +12,13 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/storeopt/storeopt/activities"
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/mempool"
+	"github.com/storeopt/storeopt/metrics"
 	"github.com/storeopt/storeopt/uploads"
 	"github.com/storeopt/storeopt/workflows"
 )
@@ -31,7 +34,10 @@ const WorkerStopTimeout = 30 * time.Second
 // OptimizeTopicWorkflow, CleanupWorkflow and the activities on cfg.TaskQueue and polls. On cancellation it stops
 // the worker gracefully (WorkerStopTimeout) and closes the catalog and the store. It returns nil
 // after a cancellation, or the first setup error or fatal worker error (URLs redacted).
-func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Logger) error {
+// WithMetrics makes the activities record storeopt's metrics (topics, steps, cleanup) and the
+// memory pool's gauges into the given metrics (whose registry c should report to: Dial with the
+// same option).
+func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Logger, options ...Option) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -68,8 +74,17 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 		return err
 	}
 
+	opts := applyOptions(options)
+	pool := mempool.New(cfg.MemoryPoolBytes)
+	var interceptors []interceptor.WorkerInterceptor
+	if opts.metrics != nil {
+		opts.metrics.Registry.WatchPool(pool)
+		interceptors = append(interceptors, metrics.StepTimer(opts.recorder()))
+	}
+
 	fatal := make(chan error, 1)
 	w := worker.New(c, cfg.TaskQueue, worker.Options{
+		Interceptors:                       interceptors,
 		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentActivities,
 		WorkerStopTimeout:                  WorkerStopTimeout,
 		OnFatalError: func(err error) {
@@ -88,6 +103,7 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 		StoreURL:        cfg.StoreURL,
 		Uploads:         unfinished,
 		MemoryPoolBytes: cfg.MemoryPoolBytes,
+		MemoryPool:      pool,
 		QuarantineAfter: cfg.QuarantineAfter,
 	})
 	if err := w.Start(); err != nil {
@@ -96,7 +112,8 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 	logger.Info("worker started", "temporal", cfg.TemporalAddress, "temporal_connection", cfg.temporalTLS(),
 		"database", RedactURL(cfg.DatabaseURL), "store", RedactURL(cfg.StoreURL),
 		"memory_pool_bytes", cfg.MemoryPoolBytes, "max_concurrent_activities", cfg.MaxConcurrentActivities,
-		"quarantine_after", cmp.Or(cfg.QuarantineAfter, catalog.DefaultQuarantineAfter))
+		"quarantine_after", cmp.Or(cfg.QuarantineAfter, catalog.DefaultQuarantineAfter),
+		"metrics", opts.metrics.URL())
 
 	var runErr error
 	select {

@@ -47,12 +47,17 @@ func newRootCommand() *cobra.Command {
 				logger.Info("Go memory limit set from the memory pool", "limit_bytes", limit)
 			}
 			ctx := cmd.Context()
-			c, err := app.Dial(ctx, cfg, logger)
+			m, err := app.StartMetrics(cfg, logger)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			c, err := app.Dial(ctx, cfg, logger, app.WithMetrics(m))
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			err = app.RunWorker(ctx, cfg, c, logger)
+			err = app.RunWorker(ctx, cfg, c, logger, app.WithMetrics(m))
 			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 				return nil // stopped by a signal during setup
 			}

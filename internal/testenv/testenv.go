@@ -259,9 +259,44 @@ func ReadOnlyDir(t testing.TB, dir string) syscall.Errno {
 // did not see. A worker that fails before stop is called fails the test from the cleanup.
 func StartWorker(t testing.TB, c client.Client, cfg app.Config) (stop func() error) {
 	t.Helper()
+	return startWorker(t, c, cfg)
+}
+
+// StartWorkerWithMetrics is StartWorker with Prometheus metrics: it serves them at
+// cfg.MetricsAddress (127.0.0.1 on a free port when empty) and runs the worker with a client of
+// its own, dialed to cfg.TemporalAddress with the metrics (app.WithMetrics), so the Temporal SDK's
+// metrics are served too. It returns the metrics URL (http://host:port/metrics).
+func StartWorkerWithMetrics(t testing.TB, cfg app.Config) (url string, stop func() error) {
+	t.Helper()
+	if cfg.MetricsAddress == "" {
+		cfg.MetricsAddress = "127.0.0.1:0"
+	}
+	logger := TestLogger(t)
+	m, err := app.StartMetrics(cfg, logger)
+	if err != nil {
+		t.Fatalf("testenv: start metrics: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := app.Dial(ctx, cfg, logger, app.WithMetrics(m))
+	if err != nil {
+		_ = m.Close()
+		t.Fatalf("testenv: dial %s: %v", cfg.TemporalAddress, err)
+	}
+	t.Cleanup(func() { // after the worker's own cleanup, registered below
+		c.Close()
+		if err := m.Close(); err != nil {
+			t.Errorf("testenv: close metrics: %v", err)
+		}
+	})
+	return m.URL(), startWorker(t, c, cfg, app.WithMetrics(m))
+}
+
+func startWorker(t testing.TB, c client.Client, cfg app.Config, opts ...app.Option) (stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.RunWorker(ctx, cfg, c, TestLogger(t)) }()
+	go func() { done <- app.RunWorker(ctx, cfg, c, TestLogger(t), opts...) }()
 	var (
 		once   sync.Once
 		result error

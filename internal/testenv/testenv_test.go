@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/storeopt/storeopt/internal/pgtest"
+	"github.com/storeopt/storeopt/metrics/metricstest"
 	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/workflows"
 )
@@ -54,5 +55,38 @@ func waitForPoller(ctx context.Context, t *testing.T, c client.Client, queue str
 			t.Fatalf("no worker polls task queue %s (last error: %v)", queue, err)
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// TestWorkerWithMetrics: a worker started with metrics serves storeopt's metrics (the memory
+// pool's limit is the configured pool) and the Temporal SDK's (its pollers) on one endpoint, and
+// the endpoint closes with the worker.
+func TestWorkerWithMetrics(t *testing.T) {
+	srv := testenv.StartDevServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, storeURL := testenv.NewBucket(t)
+	cfg := srv.Config(pgtest.NewDatabase(t), storeURL)
+	cfg.MemoryPoolBytes = 64 << 20
+	url, stop := testenv.StartWorkerWithMetrics(t, cfg)
+	waitForPoller(ctx, t, srv.Client, cfg.TaskQueue)
+
+	for {
+		s := metricstest.Scrape(t, url)
+		if got := s.Value(t, "storeopt_memory_pool_limit_bytes", nil); got != 64<<20 {
+			t.Fatalf("memory pool limit %v, want %d", got, 64<<20)
+		}
+		pollers, ok := s.Sum("temporal_num_pollers", map[string]string{"task_queue": cfg.TaskQueue})
+		if ok && pollers > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no temporal_num_pollers for task queue %s in the metrics; families: %v", cfg.TaskQueue, s.Names())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("worker stopped with error: %v", err)
 	}
 }
