@@ -123,6 +123,13 @@ func hashColumn(out []uint64, arr arrow.Array, from int, salt uint64) {
 		for i := range out {
 			out[i] = xxh3.HashStringSeed(a.Value(from+i), salt)
 		}
+	case *array.Dictionary:
+		if hashDictionary(out, a, from, salt) {
+			break
+		}
+		for i := range out {
+			out[i] = xxh3.HashStringSeed(arr.ValueStr(from+i), salt)
+		}
 	case *array.Boolean:
 		for i := range out {
 			if a.Value(from + i) {
@@ -151,6 +158,25 @@ func hashColumn(out []uint64, arr arrow.Array, from int, salt uint64) {
 			}
 		}
 	}
+}
+
+// hashDictionary hashes the rows of a dictionary column by value: each dictionary entry once,
+// then every row by its index (a categorical column renders no string per row). It gives up
+// (false) when the dictionary is much larger than the rows hashed or holds nulls (a null entry
+// and a null index must hash alike).
+func hashDictionary(out []uint64, a *array.Dictionary, from int, salt uint64) bool {
+	dict := a.Dictionary()
+	if dict.Len() > 4*len(out)+64 || dict.NullN() > 0 {
+		return false
+	}
+	values := make([]uint64, dict.Len())
+	hashColumn(values, dict, 0, salt)
+	for i := range out {
+		if a.IsValid(from + i) {
+			out[i] = values[a.GetValueIndex(from+i)]
+		}
+	}
+	return true
 }
 
 func hashFixedWidth(out []uint64, arr arrow.Array, from, width int, salt uint64) {
