@@ -9,20 +9,24 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/storeopt/storeopt/policy"
 )
 
 // chunkFields are the columns chunks and staged_chunks share, in the order of chunkDest and
 // chunkArgs.
 const chunkFields = "topic_id, ordinal, object_key, size_bytes, row_count, arrow_size_bytes, " +
-	"min_timestamp_ns, max_timestamp_ns, timestamp_null_count, column_stats"
+	"min_timestamp_ns, max_timestamp_ns, timestamp_null_count, column_stats, level, blocks"
 
-// chunkFieldParams are the placeholders $1..$10 for chunkFields.
-const chunkFieldParams = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10"
+// chunkFieldParams are the placeholders $1..$12 for chunkFields.
+const chunkFieldParams = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12"
 
-// chunkDest returns the scan destinations for chunkFields; the column_stats JSON goes to stats.
-func chunkDest(ch *Chunk, stats *[]byte) []any {
+// chunkDest returns the scan destinations for chunkFields; the column_stats JSON goes to stats,
+// the block index JSON to blocks.
+func chunkDest(ch *Chunk, stats, blocks *[]byte) []any {
 	return []any{&ch.TopicID, &ch.Ordinal, &ch.ObjectKey, &ch.SizeBytes, &ch.RowCount,
-		&ch.ArrowSizeBytes, &ch.MinTimestampNs, &ch.MaxTimestampNs, &ch.TimestampNullCount, stats}
+		&ch.ArrowSizeBytes, &ch.MinTimestampNs, &ch.MaxTimestampNs, &ch.TimestampNullCount, stats,
+		&ch.Level, blocks}
 }
 
 // chunkArgs validates ch and returns the query arguments for chunkFields. what names the chunk
@@ -38,12 +42,53 @@ func chunkArgs(what string, ch Chunk) ([]any, error) {
 	if err := checkNonEmptyText(what+": object key", ch.ObjectKey); err != nil {
 		return nil, err
 	}
+	if ch.Level != policy.L0 && ch.Level != policy.L1 {
+		return nil, fmt.Errorf("catalog: %s: level %d is not L0 or L1: %w", what, ch.Level, ErrInvalid)
+	}
 	stats, err := encodeColumnStats(ch.ColumnStats)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %s: column stats: %w", what, err)
 	}
+	blocks, err := encodeBlocks(ch.Blocks)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %s: block index: %w", what, err)
+	}
 	return []any{ch.TopicID, ch.Ordinal, ch.ObjectKey, ch.SizeBytes, ch.RowCount, ch.ArrowSizeBytes,
-		ch.MinTimestampNs, ch.MaxTimestampNs, ch.TimestampNullCount, stats}, nil
+		ch.MinTimestampNs, ch.MaxTimestampNs, ch.TimestampNullCount, stats, ch.Level, blocks}, nil
+}
+
+// encodeBlocks returns the JSON stored in blocks: NULL (nil) for an unknown block index.
+func encodeBlocks(blocks []Block) ([]byte, error) {
+	if blocks == nil {
+		return nil, nil
+	}
+	for i, b := range blocks {
+		if b.Rows < 0 || b.Nulls < 0 || b.Offset < 0 || b.Length < 0 {
+			return nil, fmt.Errorf("block %d: negative rows, nulls, offset or length: %w", i, ErrInvalid)
+		}
+		if err := checkText("block source", b.Source); err != nil {
+			return nil, err
+		}
+	}
+	b, err := json.Marshal(blocks)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, ErrInvalid)
+	}
+	return b, nil
+}
+
+func decodeBlocks(b []byte) ([]Block, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var blocks []Block
+	if err := json.Unmarshal(b, &blocks); err != nil {
+		return nil, fmt.Errorf("catalog: block index: %w", err)
+	}
+	if blocks == nil {
+		blocks = []Block{}
+	}
+	return blocks, nil
 }
 
 // encodeColumnStats returns the JSON stored in column_stats. A Min or Max that JSONB cannot hold
@@ -126,23 +171,28 @@ func numberValue(v any) any {
 // scanChunk scans a row of "id, " + chunkFields.
 func scanChunk(row pgx.CollectableRow) (Chunk, error) {
 	var ch Chunk
-	var stats []byte
-	if err := row.Scan(append([]any{&ch.ID}, chunkDest(&ch, &stats)...)...); err != nil {
+	var stats, blocks []byte
+	if err := row.Scan(append([]any{&ch.ID}, chunkDest(&ch, &stats, &blocks)...)...); err != nil {
 		return Chunk{}, err
 	}
-	var err error
-	ch.ColumnStats, err = decodeColumnStats(stats)
-	return ch, err
+	return ch, decodeChunkJSON(&ch, stats, blocks)
 }
 
-// scanStagedChunk scans a row of chunkFields + ", digest, taken".
+// scanStagedChunk scans a row of chunkFields + ", target_ordinal, digest, taken".
 func scanStagedChunk(row pgx.CollectableRow) (StagedChunk, error) {
 	var s StagedChunk
-	var stats []byte
-	if err := row.Scan(append(chunkDest(&s.Chunk, &stats), &s.Digest, &s.Taken)...); err != nil {
+	var stats, blocks []byte
+	if err := row.Scan(append(chunkDest(&s.Chunk, &stats, &blocks), &s.TargetOrdinal, &s.Digest, &s.Taken)...); err != nil {
 		return StagedChunk{}, err
 	}
+	return s, decodeChunkJSON(&s.Chunk, stats, blocks)
+}
+
+func decodeChunkJSON(ch *Chunk, stats, blocks []byte) error {
 	var err error
-	s.ColumnStats, err = decodeColumnStats(stats)
-	return s, err
+	if ch.ColumnStats, err = decodeColumnStats(stats); err != nil {
+		return err
+	}
+	ch.Blocks, err = decodeBlocks(blocks)
+	return err
 }

@@ -5,30 +5,64 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/storeopt/storeopt/policy"
 )
 
-// Commit switches the topic to the output of the run fencingToken, in one transaction:
+// CommitSpec says how a commit changes the topic's chunk set; the activity derives it from the
+// run's plan.
+type CommitSpec struct {
+	// Policy is the policy the plan applied (resolved: not Auto); it is recorded.
+	Policy policy.Policy
+	// ReplaceAll: the plan read every chunk of the topic (Full). The chunk set must still be
+	// exactly the plan's inputs, and the topic switches to the run's fresh prefix. Otherwise the
+	// commit replaces exactly the plan's inputs, each of which must still be there; chunks added
+	// since the plan stay as they are, and the topic keeps its data prefix.
+	ReplaceAll bool
+	// L1ShiftFrom and L1ShiftBy renumber the sorted run (Leveled): once the inputs are deleted,
+	// every L1 chunk with ordinal >= L1ShiftFrom moves by L1ShiftBy, making room for the outputs'
+	// target ordinals.
+	L1ShiftFrom int
+	L1ShiftBy   int
+}
+
+// Commit is CommitPlan for a Full plan: the topic's whole chunk set is replaced.
+func (c *Catalog) Commit(ctx context.Context, topicID int64, fencingToken string,
+	verify func(plan PlanRecord, staged []StagedChunk) error) (CommitResult, error) {
+	return c.CommitPlan(ctx, topicID, fencingToken, CommitSpec{Policy: policy.Full, ReplaceAll: true}, verify)
+}
+
+// CommitPlan switches the topic to the output of the run fencingToken, in one transaction:
 //
 //  1. if the run already committed, it returns that commit's result with AlreadyCommitted set
 //     and changes nothing;
 //  2. the topic's queue row must be held by the run, else ErrLeaseLost;
-//  3. the topic's chunk_set_version and chunk IDs (ordinal order) must be the plan's
-//     ChunkSetVersion and InputChunkIDs, else ErrChunkSetChanged; no plan is ErrNotFound;
-//  4. verify(plan, staged) is called inside the transaction with the staged chunks in ordinal
-//     order; its error aborts the commit and is returned wrapped (errors.As works);
-//  5. the topic's chunk rows are replaced by the staged chunks (same ordinals, new IDs), its
-//     data_prefix becomes the plan's fresh prefix, optimized_at now, min/max timestamp_ns those
-//     of the new chunks, and chunk_set_version is bumped;
+//  3. every input chunk of the plan must still be there (with spec.ReplaceAll: the topic's
+//     chunk_set_version and chunk IDs in catalog order must be exactly the plan's
+//     ChunkSetVersion and InputChunkIDs), else ErrChunkSetChanged; no plan is ErrNotFound;
+//  4. verify(plan, staged) is called inside the transaction with the staged chunks in output
+//     ordinal order; its error aborts the commit and is returned wrapped (errors.As works);
+//  5. the input chunk rows are deleted (their object keys recorded for cleanup), L1 ordinals
+//     shifted as spec says, and the staged chunks inserted at their target ordinal, at level L0
+//     for a Tiered plan and L1 otherwise;
+//     the topic's optimized_at becomes now, its min/max timestamp_ns those of its chunks, its
+//     chunk_set_version is bumped, and with spec.ReplaceAll its data prefix becomes the plan's
+//     fresh prefix;
 //  6. the optimization is recorded (Optimizations);
 //  7. the queue row, the plan and the staged chunks are deleted.
 //
-// On any error nothing is changed. verify must not be nil.
-func (c *Catalog) Commit(ctx context.Context, topicID int64, fencingToken string,
+// The topic row is locked FOR NO KEY UPDATE, which does not block AddChunk: appends go on during
+// a commit. On any error nothing is changed. verify must not be nil.
+func (c *Catalog) CommitPlan(ctx context.Context, topicID int64, fencingToken string, spec CommitSpec,
 	verify func(plan PlanRecord, staged []StagedChunk) error) (CommitResult, error) {
 	if verify == nil {
 		return CommitResult{}, fmt.Errorf("catalog: commit topic %d: nil verify function: %w", topicID, ErrInvalid)
+	}
+	if spec.Policy == "" {
+		spec.Policy = policy.Full
 	}
 	var res CommitResult
 	err := c.inTx(ctx, func(tx pgx.Tx) error {
@@ -46,7 +80,7 @@ func (c *Catalog) Commit(ctx context.Context, topicID int64, fencingToken string
 			}
 			return err
 		}
-		res, err = switchTopic(ctx, tx, topicID, fencingToken, lease, verify)
+		res, err = switchTopic(ctx, tx, topicID, fencingToken, lease, spec, verify)
 		return err
 	})
 	if err != nil {
@@ -70,12 +104,12 @@ func committed(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken strin
 	return res, true, nil
 }
 
-// switchTopic does steps 3 to 7 of Commit; the caller holds the queue row lock.
+// switchTopic does steps 3 to 7 of CommitPlan; the caller holds the queue row lock.
 func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken string, lease queueRow,
-	verify func(PlanRecord, []StagedChunk) error) (CommitResult, error) {
+	spec CommitSpec, verify func(PlanRecord, []StagedChunk) error) (CommitResult, error) {
 	var version int64
 	var oldPrefix string
-	err := tx.QueryRow(ctx, `SELECT chunk_set_version, data_prefix FROM topics WHERE id = $1 FOR UPDATE`, topicID).
+	err := tx.QueryRow(ctx, `SELECT chunk_set_version, data_prefix FROM topics WHERE id = $1 FOR NO KEY UPDATE`, topicID).
 		Scan(&version, &oldPrefix)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CommitResult{}, fmt.Errorf("topic %d: %w", topicID, ErrNotFound)
@@ -87,21 +121,8 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 	if err != nil {
 		return CommitResult{}, err
 	}
-	if version != plan.ChunkSetVersion {
-		return CommitResult{}, fmt.Errorf("topic %d: chunk set version is %d, plan was made at %d: %w",
-			topicID, version, plan.ChunkSetVersion, ErrChunkSetChanged)
-	}
-	current, err := chunksOf(ctx, tx, topicID)
-	if err != nil {
+	if err := checkInputs(ctx, tx, topicID, plan, version, spec.ReplaceAll); err != nil {
 		return CommitResult{}, err
-	}
-	ids := make([]int64, len(current))
-	for i, ch := range current {
-		ids[i] = ch.ID
-	}
-	if !slices.Equal(ids, plan.InputChunkIDs) {
-		return CommitResult{}, fmt.Errorf("topic %d: %d chunks now, plan read %d (chunk IDs differ): %w",
-			topicID, len(ids), len(plan.InputChunkIDs), ErrChunkSetChanged)
 	}
 	staged, err := stagedChunksOf(ctx, tx, topicID, fencingToken)
 	if err != nil {
@@ -111,26 +132,36 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 		return CommitResult{}, fmt.Errorf("topic %d: verify: %w", topicID, err)
 	}
 
+	newPrefix := oldPrefix
+	if spec.ReplaceAll {
+		newPrefix = plan.FreshPrefix
+	}
 	// The queue row lock keeps StageChunk (FOR SHARE) out, so staged_chunks is what verify saw.
 	steps := []struct {
 		what string
 		sql  string
 		args []any
 	}{
-		{"delete old chunk rows", `DELETE FROM chunks WHERE topic_id = $1`, []any{topicID}},
-		{"insert new chunk rows", `INSERT INTO chunks (` + chunkFields + `) SELECT ` + chunkFields +
-			` FROM staged_chunks WHERE topic_id = $1 AND fencing_token = $2 ORDER BY ordinal`, []any{topicID, fencingToken}},
-		{"switch prefix", `
+		{"record replaced objects", `INSERT INTO replaced_objects (object_key, topic_id)
+			SELECT object_key, topic_id FROM chunks WHERE topic_id = $1 AND id = ANY($2)
+			ON CONFLICT (object_key) DO NOTHING`, []any{topicID, plan.InputChunkIDs}},
+		{"delete input chunk rows", `DELETE FROM chunks WHERE topic_id = $1 AND id = ANY($2)`, []any{topicID, plan.InputChunkIDs}},
+		{"shift the sorted run", `UPDATE chunks SET ordinal = ordinal + $3
+			WHERE topic_id = $1 AND level = 1 AND ordinal >= $2 AND $3 <> 0`, []any{topicID, spec.L1ShiftFrom, spec.L1ShiftBy}},
+		{"insert new chunk rows", `INSERT INTO chunks (` + chunkFields + `) SELECT ` + stagedAsChunk +
+			` FROM staged_chunks WHERE topic_id = $1 AND fencing_token = $2 ORDER BY ordinal`,
+			[]any{topicID, fencingToken, int(spec.Policy.OutputLevel())}},
+		{"update topic", `
 			UPDATE topics t SET data_prefix = $2, optimized_at = now(),
 				min_timestamp_ns = b.min_ts, max_timestamp_ns = b.max_ts,
 				chunk_set_version = t.chunk_set_version + 1
 			FROM (SELECT min(min_timestamp_ns) AS min_ts, max(max_timestamp_ns) AS max_ts
 			      FROM chunks WHERE topic_id = $1) b
-			WHERE t.id = $1`, []any{topicID, plan.FreshPrefix}},
+			WHERE t.id = $1`, []any{topicID, newPrefix}},
 		{"record optimization", `
-			INSERT INTO optimizations (topic_id, fencing_token, lease_owner, old_prefix, new_prefix, input_chunks, output_chunks)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			[]any{topicID, fencingToken, lease.owner, oldPrefix, plan.FreshPrefix, len(current), len(staged)}},
+			INSERT INTO optimizations (topic_id, fencing_token, lease_owner, old_prefix, new_prefix, input_chunks, output_chunks, policy)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			[]any{topicID, fencingToken, lease.owner, oldPrefix, plan.FreshPrefix, len(plan.InputChunkIDs), len(staged), string(spec.Policy)}},
 	}
 	for _, s := range steps {
 		if _, err := tx.Exec(ctx, s.sql, s.args...); err != nil {
@@ -140,13 +171,52 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 	if err := deleteRunState(ctx, tx, topicID, fencingToken); err != nil {
 		return CommitResult{}, err
 	}
-	return CommitResult{OldPrefix: oldPrefix, NewPrefix: plan.FreshPrefix, InputChunks: len(current), OutputChunks: len(staged)}, nil
+	return CommitResult{OldPrefix: oldPrefix, NewPrefix: plan.FreshPrefix, InputChunks: len(plan.InputChunkIDs), OutputChunks: len(staged)}, nil
+}
+
+// stagedAsChunk selects chunkFields from a staged chunk as the chunk row Commit inserts: at its
+// target ordinal, and at the level of the plan's outputs ($3), whatever was staged.
+var stagedAsChunk = strings.NewReplacer("ordinal", "coalesce(target_ordinal, ordinal)", "level", "$3::smallint").
+	Replace(chunkFields)
+
+// checkInputs checks step 3 of CommitPlan.
+func checkInputs(ctx context.Context, tx pgx.Tx, topicID int64, plan PlanRecord, version int64, replaceAll bool) error {
+	if replaceAll {
+		if version != plan.ChunkSetVersion {
+			return fmt.Errorf("topic %d: chunk set version is %d, plan was made at %d: %w",
+				topicID, version, plan.ChunkSetVersion, ErrChunkSetChanged)
+		}
+		current, err := chunksOf(ctx, tx, topicID)
+		if err != nil {
+			return err
+		}
+		ids := make([]int64, len(current))
+		for i, ch := range current {
+			ids[i] = ch.ID
+		}
+		if !slices.Equal(ids, plan.InputChunkIDs) {
+			return fmt.Errorf("topic %d: %d chunks now, plan read %d (chunk IDs differ): %w",
+				topicID, len(ids), len(plan.InputChunkIDs), ErrChunkSetChanged)
+		}
+		return nil
+	}
+	var present int
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM chunks WHERE topic_id = $1 AND id = ANY($2)`,
+		topicID, plan.InputChunkIDs).Scan(&present)
+	if err != nil {
+		return fmt.Errorf("topic %d: look up input chunks: %w", topicID, err)
+	}
+	if present != len(plan.InputChunkIDs) {
+		return fmt.Errorf("topic %d: %d of the plan's %d input chunks are still there: %w",
+			topicID, present, len(plan.InputChunkIDs), ErrChunkSetChanged)
+	}
+	return nil
 }
 
 // Optimizations returns the committed optimizations of a topic, oldest first.
 func (c *Catalog) Optimizations(ctx context.Context, topicID int64) ([]Optimization, error) {
 	rows, _ := c.Pool.Query(ctx, `
-		SELECT topic_id, fencing_token, lease_owner, old_prefix, new_prefix, input_chunks, output_chunks, committed_at
+		SELECT topic_id, fencing_token, lease_owner, old_prefix, new_prefix, input_chunks, output_chunks, committed_at, policy
 		FROM optimizations WHERE topic_id = $1 ORDER BY committed_at, id`, topicID)
 	opts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Optimization])
 	if err != nil {

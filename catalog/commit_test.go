@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/policy"
 )
 
 func TestSavePlanAndStageChunkNeedTheLease(t *testing.T) {
@@ -125,6 +126,7 @@ func TestCommit(t *testing.T) {
 		require.NotContains(t, f.chunkIDs, ch.ID, "new chunk rows")
 		want := before.Staged[i].Chunk
 		want.ID = ch.ID
+		want.Level = policy.L1 // a full compaction writes the topic's sorted run
 		require.Equal(t, want, ch)
 	}
 	require.Zero(t, after.QueueLength)
@@ -136,7 +138,7 @@ func TestCommit(t *testing.T) {
 	require.False(t, o.CommittedAt.IsZero())
 	require.Equal(t, catalog.Optimization{
 		TopicID: f.topicID, FencingToken: "run-A", LeaseOwner: l.Owner, OldPrefix: "tp_OLD_run_1/sensors/imu",
-		NewPrefix: "tp_NEW_run-A", InputChunks: 3, OutputChunks: 2, CommittedAt: o.CommittedAt,
+		NewPrefix: "tp_NEW_run-A", InputChunks: 3, OutputChunks: 2, CommittedAt: o.CommittedAt, Policy: policy.Full,
 	}, o)
 
 	// A retried commit succeeds without doing anything, and does not call verify.

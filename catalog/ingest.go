@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/storeopt/storeopt/policy"
 )
 
 // querier is what a pool and a transaction have in common.
@@ -76,12 +78,20 @@ func (c *Catalog) CreateTopic(ctx context.Context, sequenceID int64, locator, da
 	return existing.ID, nil
 }
 
-// AddChunk records one chunk of a topic still being ingested (ch.TopicID, ch.Ordinal and the
-// other fields; ch.ID is ignored), bumps the topic's chunk_set_version and returns the chunk's
-// id. Errors: ErrNotFound if the topic does not exist, ErrTopicFinalized if it is finalized,
-// ErrAlreadyExists if the ordinal is taken, ErrInvalid for bad fields.
+// AddChunk appends one L0 chunk to a topic still being ingested (ch.TopicID, ch.Ordinal and the
+// other fields; ch.ID and ch.Level are ignored) and returns the chunk's id. ch.Ordinal is the
+// chunk's place in ingestion order: it must come after every L0 chunk of the topic (ingesters
+// number their chunks 0, 1, 2…; compactions never renumber L0 ordinals), and object keys must
+// never be reused.
+//
+// Appending never waits for a compaction of the topic: it takes only a key-share lock on the
+// topic row, which a commit's lock (FOR NO KEY UPDATE) does not conflict with, and it does not
+// change the topic row. Errors: ErrNotFound if the topic does not exist, ErrTopicFinalized if it is
+// finalized, ErrAlreadyExists if the ordinal is taken or not after the last L0 chunk, ErrInvalid
+// for bad fields.
 func (c *Catalog) AddChunk(ctx context.Context, ch Chunk) (int64, error) {
 	what := fmt.Sprintf("topic %d: chunk %d (%q)", ch.TopicID, ch.Ordinal, ch.ObjectKey)
+	ch.Level = policy.L0
 	args, err := chunkArgs(what, ch)
 	if err != nil {
 		return 0, err
@@ -89,8 +99,10 @@ func (c *Catalog) AddChunk(ctx context.Context, ch Chunk) (int64, error) {
 	var id int64
 	err = c.inTx(ctx, func(tx pgx.Tx) error {
 		var finalized bool
-		err := tx.QueryRow(ctx, `SELECT finalized_at IS NOT NULL FROM topics WHERE id = $1 FOR UPDATE`,
-			ch.TopicID).Scan(&finalized)
+		var last *int
+		err := tx.QueryRow(ctx, `SELECT finalized_at IS NOT NULL,
+				(SELECT max(ordinal) FROM chunks WHERE topic_id = t.id AND level = 0)
+			FROM topics t WHERE t.id = $1 FOR KEY SHARE`, ch.TopicID).Scan(&finalized, &last)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("catalog: add %s: topic: %w", what, ErrNotFound)
 		}
@@ -100,15 +112,14 @@ func (c *Catalog) AddChunk(ctx context.Context, ch Chunk) (int64, error) {
 		if finalized {
 			return fmt.Errorf("catalog: add %s: %w", what, ErrTopicFinalized)
 		}
+		if last != nil && ch.Ordinal <= *last {
+			return fmt.Errorf("catalog: add %s: ordinal taken or not after the last chunk's (%d): %w", what, *last, ErrAlreadyExists)
+		}
 		err = tx.QueryRow(ctx, `INSERT INTO chunks (`+chunkFields+`) VALUES (`+chunkFieldParams+`) RETURNING id`,
 			args...).Scan(&id)
 		if pgErrorCode(err) == sqlstateUniqueViolation {
 			return fmt.Errorf("catalog: add %s: ordinal taken: %w", what, ErrAlreadyExists)
 		}
-		if err != nil {
-			return fmt.Errorf("catalog: add %s: %w", what, err)
-		}
-		_, err = tx.Exec(ctx, `UPDATE topics SET chunk_set_version = chunk_set_version + 1 WHERE id = $1`, ch.TopicID)
 		if err != nil {
 			return fmt.Errorf("catalog: add %s: %w", what, err)
 		}
@@ -121,14 +132,17 @@ func (c *Catalog) AddChunk(ctx context.Context, ch Chunk) (int64, error) {
 // min/max timestamp_ns from its chunks (NULL when no chunk has a timestamp). Finalizing again
 // keeps the first finalized_at. Errors: ErrNotFound if the topic does not exist.
 func (c *Catalog) FinalizeTopic(ctx context.Context, topicID int64) error {
+	// The explicit FOR UPDATE lock conflicts with AddChunk's key-share lock, so no chunk is
+	// appended after (or while) the topic is finalized.
 	tag, err := c.Pool.Exec(ctx, `
+		WITH locked AS (SELECT id FROM topics WHERE id = $1 FOR UPDATE)
 		UPDATE topics t SET
 			finalized_at = COALESCE(t.finalized_at, now()),
 			min_timestamp_ns = b.min_ts,
 			max_timestamp_ns = b.max_ts
 		FROM (SELECT min(min_timestamp_ns) AS min_ts, max(max_timestamp_ns) AS max_ts
 		      FROM chunks WHERE topic_id = $1) b
-		WHERE t.id = $1`, topicID)
+		WHERE t.id = (SELECT id FROM locked)`, topicID)
 	if err != nil {
 		return fmt.Errorf("catalog: finalize topic %d: %w", topicID, err)
 	}
@@ -175,16 +189,31 @@ func (c *Catalog) ListTopics(ctx context.Context) ([]Topic, error) {
 	return topics, nil
 }
 
-// Chunks returns the chunks of a topic ordered by ordinal (empty for an unknown topic).
+// Chunks returns the chunks of a topic in catalog order: L1 in run order, then L0 in ingestion
+// order (empty for an unknown topic).
 func (c *Catalog) Chunks(ctx context.Context, topicID int64) ([]Chunk, error) {
 	return chunksOf(ctx, c.Pool, topicID)
 }
 
 func chunksOf(ctx context.Context, q querier, topicID int64) ([]Chunk, error) {
-	rows, _ := q.Query(ctx, `SELECT id, `+chunkFields+` FROM chunks WHERE topic_id = $1 ORDER BY ordinal`, topicID)
+	rows, _ := q.Query(ctx, `SELECT id, `+chunkFields+` FROM chunks WHERE topic_id = $1 ORDER BY level DESC, ordinal`, topicID)
 	chunks, err := pgx.CollectRows(rows, scanChunk)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: chunks of topic %d: %w", topicID, err)
 	}
 	return chunks, nil
+}
+
+// TopicPrefixes returns the data prefixes the topic's chunks may live under: its data prefix and
+// the fresh prefix of every committed optimization of the topic, without duplicates. Keys of the
+// topic's chunks outside these prefixes are refused by the optimizer.
+func (c *Catalog) TopicPrefixes(ctx context.Context, topicID int64) ([]string, error) {
+	rows, _ := c.Pool.Query(ctx, `
+		SELECT data_prefix FROM topics WHERE id = $1
+		UNION SELECT new_prefix FROM optimizations WHERE topic_id = $1`, topicID)
+	prefixes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("catalog: data prefixes of topic %d: %w", topicID, err)
+	}
+	return prefixes, nil
 }

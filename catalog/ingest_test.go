@@ -77,7 +77,7 @@ func TestChunksAndFinalize(t *testing.T) {
 	topicID, err := c.CreateTopic(ctx, seq, "run_1/imu", "tp_A", "parquet")
 	require.NoError(t, err)
 
-	// Added out of ordinal order; read back by ordinal.
+	// Appended in ingestion order; read back in catalog order.
 	second := catalog.Chunk{
 		TopicID: topicID, Ordinal: 1, ObjectKey: "tp_A/data/00001.parquet",
 		SizeBytes: 123, RowCount: 4, ArrowSizeBytes: 456, TimestampNullCount: 4, // all null
@@ -95,13 +95,15 @@ func TestChunksAndFinalize(t *testing.T) {
 		SizeBytes: 10, RowCount: 2, ArrowSizeBytes: 20,
 		MinTimestampNs: ptr(int64(-5)), MaxTimestampNs: ptr(int64(1_700_000_000_000_000_000)),
 	}
-	id1, err := c.AddChunk(ctx, second)
-	require.NoError(t, err)
 	id0, err := c.AddChunk(ctx, first)
+	require.NoError(t, err)
+	id1, err := c.AddChunk(ctx, second)
 	require.NoError(t, err)
 
 	_, err = c.AddChunk(ctx, first)
 	require.ErrorIs(t, err, catalog.ErrAlreadyExists, "ordinal taken")
+	_, err = c.AddChunk(ctx, catalog.Chunk{TopicID: topicID, Ordinal: 0, ObjectKey: "tp_A/data/x.parquet"})
+	require.ErrorIs(t, err, catalog.ErrAlreadyExists, "ingestion order is append-only: an ordinal before the last chunk's is refused")
 	_, err = c.AddChunk(ctx, catalog.Chunk{TopicID: 999999, ObjectKey: "x"})
 	require.ErrorIs(t, err, catalog.ErrNotFound)
 	_, err = c.AddChunk(ctx, catalog.Chunk{TopicID: topicID, Ordinal: 5, ObjectKey: "x", SizeBytes: -1})
@@ -111,7 +113,7 @@ func TestChunksAndFinalize(t *testing.T) {
 
 	topic, err := c.Topic(ctx, topicID)
 	require.NoError(t, err)
-	require.Equal(t, int64(2), topic.ChunkSetVersion, "each AddChunk bumps the version, failed ones do not")
+	require.Equal(t, int64(0), topic.ChunkSetVersion, "appends do not touch the topic row (they never wait for a commit)")
 
 	chunks, err := c.Chunks(ctx, topicID)
 	require.NoError(t, err)

@@ -7,21 +7,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/storeopt/storeopt/policy"
 )
 
-// EnqueueUnoptimized queues every finalized topic that was never optimized, is not queued yet
-// and is not quarantined (see RecordFailure), and returns how many it added.
+// EnqueueUnoptimized queues every finalized topic that needs a full compaction (never optimized,
+// or with L0 chunks) and is not queued yet nor quarantined (see RecordFailure), and returns how
+// many it added. It is EnqueueTopics with the Full policy and every topic in scope.
 func (c *Catalog) EnqueueUnoptimized(ctx context.Context) (added int, err error) {
-	tag, err := c.Pool.Exec(ctx, `
-		INSERT INTO optimization_queue (topic_id)
-		SELECT id FROM topics WHERE finalized_at IS NOT NULL AND optimized_at IS NULL
-			AND NOT EXISTS (SELECT 1 FROM topic_failures f WHERE f.topic_id = topics.id AND f.quarantined_at IS NOT NULL)
-		ORDER BY id
-		ON CONFLICT (topic_id) DO NOTHING`)
-	if err != nil {
-		return 0, fmt.Errorf("catalog: enqueue unoptimized topics: %w", err)
-	}
-	return int(tag.RowsAffected()), nil
+	return c.EnqueueTopics(ctx, Trigger{Policy: policy.Full})
 }
 
 // Enqueue queues one finalized topic (optimized or not: a manual scope). Queuing a queued topic
@@ -58,18 +52,29 @@ func (c *Catalog) finalizedTopic(ctx context.Context, q querier, topicID int64) 
 }
 
 // ListQueued returns up to limit queued topics with topic id > afterTopicID, ordered by topic
-// id, for paging (pass the last id of a page to get the next). limit must be positive. A topic
-// quarantined while it was queued (its third failure came from the run that queued it) is left
-// out: it keeps its queue row, and is listed again once its quarantine is cleared.
+// id, for paging (pass the last id of a page to get the next), whatever their policy. limit must
+// be positive. A topic quarantined while it was queued (its third failure came from the run that
+// queued it) is left out: it keeps its queue row, and is listed again once its quarantine is
+// cleared.
 func (c *Catalog) ListQueued(ctx context.Context, afterTopicID int64, limit int) ([]QueuedTopic, error) {
+	return c.listQueued(ctx, afterTopicID, limit, "", policy.Scope{})
+}
+
+// ListQueuedFor is ListQueued restricted to the topics queued with policy p and inside scope (a
+// scoped run touches nothing outside its scope).
+func (c *Catalog) ListQueuedFor(ctx context.Context, afterTopicID int64, limit int, p policy.Policy, scope policy.Scope) ([]QueuedTopic, error) {
+	return c.listQueued(ctx, afterTopicID, limit, p, scope)
+}
+
+func (c *Catalog) listQueued(ctx context.Context, afterTopicID int64, limit int, p policy.Policy, scope policy.Scope) ([]QueuedTopic, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("catalog: list queued topics: limit %d must be positive: %w", limit, ErrInvalid)
 	}
 	rows, _ := c.Pool.Query(ctx, `
 		SELECT q.topic_id, t.locator FROM optimization_queue q JOIN topics t ON t.id = q.topic_id
-		WHERE q.topic_id > $1
+		WHERE q.topic_id > $1 AND ($3 = '' OR q.policy = $3) AND `+inScope("$4", "$5")+`
 			AND NOT EXISTS (SELECT 1 FROM topic_failures f WHERE f.topic_id = q.topic_id AND f.quarantined_at IS NOT NULL)
-		ORDER BY q.topic_id LIMIT $2`, afterTopicID, limit)
+		ORDER BY q.topic_id LIMIT $2`, afterTopicID, limit, string(p), scopeSequences(scope), scopeTopics(scope))
 	queued, err := pgx.CollectRows(rows, pgx.RowToStructByPos[QueuedTopic])
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list queued topics after %d: %w", afterTopicID, err)
@@ -145,8 +150,14 @@ func checkLease(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken stri
 // run (Temporal runs one workflow per topic at a time); that run's plan and staged chunks are
 // deleted and its fresh prefix is returned in Lease.PreviousFreshPrefix.
 // Errors: ErrNotFound if the topic does not exist or is not finalized; ErrInvalid for empty or
-// non-UTF-8 arguments.
+// non-UTF-8 arguments. It is AcquireLeaseFor with the Full policy.
 func (c *Catalog) AcquireLease(ctx context.Context, topicID int64, owner, fencingToken, freshPrefix string) (Lease, error) {
+	return c.AcquireLeaseFor(ctx, topicID, owner, fencingToken, freshPrefix, policy.Full)
+}
+
+// AcquireLeaseFor is AcquireLease for a compaction of policy p (resolved: not Auto), which the
+// queue row records: Full requires a finalized topic, Tiered and Leveled also lease live ones.
+func (c *Catalog) AcquireLeaseFor(ctx context.Context, topicID int64, owner, fencingToken, freshPrefix string, p policy.Policy) (Lease, error) {
 	for _, f := range []struct{ name, value string }{
 		{"lease owner", owner}, {"fencing token", fencingToken}, {"fresh prefix", freshPrefix},
 	} {
@@ -156,11 +167,12 @@ func (c *Catalog) AcquireLease(ctx context.Context, topicID int64, owner, fencin
 	}
 	var lease Lease
 	err := c.inTx(ctx, func(tx pgx.Tx) error {
-		t, err := c.finalizedTopic(ctx, tx, topicID)
+		t, err := c.leasableTopic(ctx, tx, topicID, p)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO optimization_queue (topic_id) VALUES ($1) ON CONFLICT (topic_id) DO NOTHING`, topicID); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO optimization_queue (topic_id, policy) VALUES ($1, $2)
+			ON CONFLICT (topic_id) DO NOTHING`, topicID, string(p)); err != nil {
 			return fmt.Errorf("topic %d: queue: %w", topicID, err)
 		}
 		row, found, err := lockQueueRow(ctx, tx, topicID, true)
@@ -176,8 +188,9 @@ func (c *Catalog) AcquireLease(ctx context.Context, topicID int64, owner, fencin
 			return nil
 		}
 		err = tx.QueryRow(ctx, `
-			UPDATE optimization_queue SET lease_owner = $2, fencing_token = $3, fresh_prefix = $4, leased_at = now()
-			WHERE topic_id = $1 RETURNING leased_at`, topicID, owner, fencingToken, freshPrefix).Scan(&lease.LeasedAt)
+			UPDATE optimization_queue SET lease_owner = $2, fencing_token = $3, fresh_prefix = $4, leased_at = now(),
+				policy = $5
+			WHERE topic_id = $1 RETURNING leased_at`, topicID, owner, fencingToken, freshPrefix, string(p)).Scan(&lease.LeasedAt)
 		if err != nil {
 			return fmt.Errorf("topic %d: take lease: %w", topicID, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -99,7 +100,8 @@ func loadPlan(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken string
 }
 
 // StageChunk records an output chunk written by the run fencingToken for topic s.TopicID,
-// replacing what was staged at the same ordinal (a retried write). The run must have saved its
+// replacing what was staged at the same (output) ordinal (a retried write); s.TargetOrdinal and
+// s.Level say where Commit puts it. The run must have saved its
 // plan first. Errors: ErrLeaseLost if the run no longer holds the lease; ErrNotFound if it has no
 // plan; ErrInvalid for an empty digest or bad fields.
 func (c *Catalog) StageChunk(ctx context.Context, fencingToken string, s StagedChunk) error {
@@ -115,18 +117,23 @@ func (c *Catalog) StageChunk(ctx context.Context, fencingToken string, s StagedC
 	if taken == nil {
 		taken = []byte{}
 	}
+	if t := s.TargetOrdinal; t != nil && (*t < 0 || *t > math.MaxInt32) {
+		return fmt.Errorf("catalog: %s: target ordinal %d out of range: %w", what, *t, ErrInvalid)
+	}
 	err = c.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := checkLease(ctx, tx, s.TopicID, fencingToken, false); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `
-			INSERT INTO staged_chunks (`+chunkFields+`, fencing_token, digest, taken) VALUES (`+chunkFieldParams+`, $11, $12, $13)
+			INSERT INTO staged_chunks (`+chunkFields+`, fencing_token, digest, taken, target_ordinal)
+			VALUES (`+chunkFieldParams+`, $13, $14, $15, $16)
 			ON CONFLICT (topic_id, fencing_token, ordinal) DO UPDATE SET
 				object_key = EXCLUDED.object_key, size_bytes = EXCLUDED.size_bytes, row_count = EXCLUDED.row_count,
 				arrow_size_bytes = EXCLUDED.arrow_size_bytes, min_timestamp_ns = EXCLUDED.min_timestamp_ns,
 				max_timestamp_ns = EXCLUDED.max_timestamp_ns, timestamp_null_count = EXCLUDED.timestamp_null_count,
-				column_stats = EXCLUDED.column_stats, digest = EXCLUDED.digest, taken = EXCLUDED.taken`,
-			append(args, fencingToken, s.Digest, taken)...)
+				column_stats = EXCLUDED.column_stats, level = EXCLUDED.level, blocks = EXCLUDED.blocks,
+				digest = EXCLUDED.digest, taken = EXCLUDED.taken, target_ordinal = EXCLUDED.target_ordinal`,
+			append(args, fencingToken, s.Digest, taken, s.TargetOrdinal)...)
 		if pgErrorCode(err) == sqlstateForeignKeyViolation {
 			return fmt.Errorf("no plan saved by this run: %w", ErrNotFound)
 		}
@@ -144,7 +151,7 @@ func (c *Catalog) StagedChunks(ctx context.Context, topicID int64, fencingToken 
 }
 
 func stagedChunksOf(ctx context.Context, q querier, topicID int64, fencingToken string) ([]StagedChunk, error) {
-	rows, _ := q.Query(ctx, `SELECT `+chunkFields+`, digest, taken FROM staged_chunks
+	rows, _ := q.Query(ctx, `SELECT `+chunkFields+`, target_ordinal, digest, taken FROM staged_chunks
 		WHERE topic_id = $1 AND fencing_token = $2 ORDER BY ordinal`, topicID, fencingToken)
 	staged, err := pgx.CollectRows(rows, scanStagedChunk)
 	if err != nil {

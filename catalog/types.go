@@ -7,6 +7,8 @@ package catalog
 import (
 	"errors"
 	"time"
+
+	"github.com/storeopt/storeopt/policy"
 )
 
 // ErrNotFound is returned when a topic, lease or plan the caller names does not exist.
@@ -58,11 +60,17 @@ type ColumnStats struct {
 	NullCount int64 `json:"null_count"`
 }
 
-// Chunk is one row of the chunks table: one Parquet object of a topic.
+// Chunk is one row of the chunks table: one Parquet object of a topic. Catalog order is L1
+// chunks first, in the order of the topic's sorted run, then L0 chunks in ingestion order
+// (ORDER BY level DESC, ordinal); it is the tie-break order of rows with equal timestamps.
 type Chunk struct {
-	ID                 int64
-	TopicID            int64
-	Ordinal            int    // 0-based position in ingestion order (catalog order)
+	ID      int64
+	TopicID int64
+	// Ordinal is the chunk's place in catalog order within its level: for L0 its ingestion
+	// order (never renumbered; a tiered output takes its first input's ordinal), for L1 its
+	// position in the sorted run (0-based, renumbered when a commit changes the run).
+	Ordinal            int
+	Level              policy.Level
 	ObjectKey          string // "<prefix>/data/NNNNN.parquet"
 	SizeBytes          int64  // object size in the store
 	RowCount           int64
@@ -71,6 +79,27 @@ type Chunk struct {
 	MaxTimestampNs     *int64
 	TimestampNullCount int64
 	ColumnStats        map[string]ColumnStats // keyed by top-level field name
+	// Blocks is the chunk's block index, one entry per row group in file order; nil when unknown
+	// (chunks recorded before block indexes existed: read the footer instead).
+	Blocks []Block
+}
+
+// Block is one block (row group) of a chunk as the block index records it (Qbeast's block
+// ranges): a reader of a time window fetches only the byte ranges of the blocks it overlaps.
+type Block struct {
+	// MinTs and MaxTs are the smallest and largest non-null timestamp_ns of the block, nil when
+	// every timestamp is null.
+	MinTs *int64 `json:"min_ts,omitempty"`
+	MaxTs *int64 `json:"max_ts,omitempty"`
+	// Nulls counts the rows with a null timestamp_ns.
+	Nulls int64 `json:"nulls,omitempty"`
+	Rows  int64 `json:"rows"`
+	// Offset and Length are the byte range of the row group's column chunks in the object.
+	Offset int64 `json:"offset"`
+	Length int64 `json:"length"`
+	// Source is the object key of the chunk the block's rows came from, for blocks of a tiered
+	// (rollup) output; "" otherwise.
+	Source string `json:"source,omitempty"`
 }
 
 // QueuedTopic is one entry of the optimization queue as listed by ListQueued.
@@ -104,10 +133,14 @@ type PlanRecord struct {
 	Body            []byte  // JSON plan (see package plan)
 }
 
-// StagedChunk is an output chunk written by WriteChunks and waiting for Commit.
+// StagedChunk is an output chunk written by WriteChunks and waiting for Commit. Chunk.Ordinal
+// is the output's ordinal in the run's plan (its staging key); TargetOrdinal is the ordinal it
+// takes in the topic at commit, and the plan's policy its level (CommitSpec).
 type StagedChunk struct {
-	Chunk         // TopicID, Ordinal, ObjectKey, sizes and stats of the new chunk (ID unused)
-	Digest []byte // order-independent content digest of the chunk's rows (package verify)
+	Chunk // TopicID, Ordinal, ObjectKey, sizes, stats and blocks (ID and Level unused)
+	// TargetOrdinal is the ordinal of the chunk row Commit inserts; nil = Chunk.Ordinal.
+	TargetOrdinal *int
+	Digest        []byte // order-independent content digest of the chunk's rows (package verify)
 	// Taken records which stored rows of which input chunks the chunk took (package verify's
 	// encoding); empty for a chunk without rows.
 	Taken []byte
@@ -133,4 +166,5 @@ type Optimization struct {
 	InputChunks  int    // chunk rows replaced
 	OutputChunks int    // chunk rows written
 	CommittedAt  time.Time
+	Policy       policy.Policy // the policy applied (resolved: never auto)
 }

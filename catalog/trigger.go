@@ -1,0 +1,211 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/storeopt/storeopt/policy"
+)
+
+// Trigger says which topics a run queues: those that need a compaction of Policy (one named SQL
+// predicate per policy, used by EnqueueTopics and NeedsCompaction alike), inside Scope, not
+// quarantined.
+//
+//   - Full: finalized, and never optimized or with L0 chunks.
+//   - Tiered: at least MinChunks L0 chunks, two of them neighbours in ingestion order and both
+//     small (policy.SmallChunkBytes): there is something to join.
+//   - Leveled: at least MinChunks L0 chunks.
+//   - Auto: a finalized topic with at least one L0 chunk (finalization triggers the last merge
+//     into the sorted run), or a live topic that needs Leveled once its L0 bytes reach
+//     MaxChunkSizeBytes and Tiered before.
+type Trigger struct {
+	Policy policy.Policy
+	// MinChunks is the L0 chunk count at which a topic is queued (OceanBase's
+	// minor_compact_trigger); 0 = policy.DefaultMinChunks. Full ignores it.
+	MinChunks int
+	// MaxChunkSizeBytes is the target size of one output chunk, bytes; 0 = 256000000.
+	MaxChunkSizeBytes int64
+	Scope             policy.Scope
+}
+
+func (tr Trigger) normalized() (Trigger, error) {
+	if tr.Policy == "" {
+		tr.Policy = policy.Full
+	}
+	if _, err := policy.Parse(string(tr.Policy)); err != nil {
+		return tr, fmt.Errorf("%v: %w", err, ErrInvalid)
+	}
+	if tr.MinChunks <= 0 {
+		tr.MinChunks = policy.DefaultMinChunks
+	}
+	if tr.MaxChunkSizeBytes <= 0 {
+		tr.MaxChunkSizeBytes = policy.DefaultMaxChunkSizeBytes
+	}
+	return tr, nil
+}
+
+// SQL facts of the topic aliased t, with the trigger's parameters in the row aliased p
+// (triggerParams).
+const (
+	l0Count     = `(SELECT count(*) FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)`
+	l0Bytes     = `(SELECT coalesce(sum(c.size_bytes), 0) FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)`
+	smallPairL0 = `EXISTS (SELECT 1 FROM (
+		SELECT c.size_bytes < p.small AS small, lag(c.size_bytes < p.small) OVER (ORDER BY c.ordinal) AS prev_small
+		FROM chunks c WHERE c.topic_id = t.id AND c.level = 0) s WHERE s.small AND s.prev_small)`
+	finalized = `t.finalized_at IS NOT NULL`
+)
+
+// needs returns the predicate of policy p over the topic aliased t.
+func needs(p policy.Policy) string {
+	tiered := `(` + l0Count + ` >= p.min_chunks AND ` + smallPairL0 + `)`
+	leveledLive := `(` + l0Count + ` >= p.min_chunks AND ` + l0Bytes + ` >= p.max_size)`
+	switch p {
+	case policy.Tiered:
+		return tiered
+	case policy.Leveled:
+		return `(` + l0Count + ` >= p.min_chunks)`
+	case policy.Auto:
+		return `((` + finalized + ` AND ` + l0Count + ` >= 1) OR (NOT ` + finalized + ` AND (` + leveledLive + ` OR ` + tiered + `)))`
+	default:
+		return `(` + finalized + ` AND (t.optimized_at IS NULL OR EXISTS (SELECT 1 FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)))`
+	}
+}
+
+// resolved returns an SQL expression naming the policy a compaction of p applies to the topic
+// aliased t: Auto becomes Leveled for finalized topics and live topics whose L0 bytes reach
+// the maximum chunk size,
+// Tiered otherwise.
+func resolved(p policy.Policy) string {
+	if p != policy.Auto {
+		return `'` + string(p) + `'`
+	}
+	return `CASE WHEN ` + finalized + ` OR ` + l0Bytes + ` >= p.max_size THEN 'leveled' ELSE 'tiered' END`
+}
+
+// inScope returns the SQL condition that the topic aliased t is inside the scope given as the
+// text[] parameters seqs (sequence locators) and topics (topic locators); both empty = all.
+func inScope(seqs, topics string) string {
+	return `((cardinality(` + seqs + `::text[]) = 0 AND cardinality(` + topics + `::text[]) = 0)
+		OR t.locator = ANY(` + topics + `::text[])
+		OR EXISTS (SELECT 1 FROM sequences sq WHERE sq.id = t.sequence_id AND sq.locator = ANY(` + seqs + `::text[])))`
+}
+
+// triggerParams is the FROM item that names the trigger's parameters $1 (MinChunks), $2 (small
+// chunk bytes) and $3 (MaxChunkSizeBytes) for the predicates.
+const triggerParams = `(SELECT $1::int AS min_chunks, $2::bigint AS small, $3::bigint AS max_size) p`
+
+func scopeSequences(s policy.Scope) []string { return nonNil(s.Sequences) }
+func scopeTopics(s policy.Scope) []string    { return nonNil(s.Topics) }
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+const notQuarantined = `NOT EXISTS (SELECT 1 FROM topic_failures f WHERE f.topic_id = t.id AND f.quarantined_at IS NOT NULL)`
+
+// EnqueueTopics queues every topic that needs a compaction of tr.Policy, is inside tr.Scope and
+// is not quarantined, recording the policy on the queue row (a queued but unleased topic takes the
+// newer run's policy), and returns how many topics it newly queued. Errors: ErrInvalid for an
+// unknown policy.
+func (c *Catalog) EnqueueTopics(ctx context.Context, tr Trigger) (added int, err error) {
+	if tr, err = tr.normalized(); err != nil {
+		return 0, fmt.Errorf("catalog: enqueue topics: %w", err)
+	}
+	rows, _ := c.Pool.Query(ctx, `
+		INSERT INTO optimization_queue (topic_id, policy)
+		SELECT t.id, $4 FROM topics t CROSS JOIN `+triggerParams+`
+		WHERE `+needs(tr.Policy)+` AND `+inScope("$5", "$6")+` AND `+notQuarantined+`
+		ORDER BY t.id
+		ON CONFLICT (topic_id) DO UPDATE SET policy = EXCLUDED.policy
+			WHERE optimization_queue.lease_owner IS NULL AND optimization_queue.policy <> EXCLUDED.policy
+		RETURNING xmax = 0`,
+		tr.MinChunks, policy.SmallChunkBytes(tr.MaxChunkSizeBytes), tr.MaxChunkSizeBytes, string(tr.Policy),
+		scopeSequences(tr.Scope), scopeTopics(tr.Scope))
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	if err != nil {
+		return 0, fmt.Errorf("catalog: enqueue topics for %s compaction: %w", tr.Policy, err)
+	}
+	for _, ins := range inserted {
+		if ins {
+			added++
+		}
+	}
+	return added, nil
+}
+
+// NeedsCompaction evaluates tr's predicate for one topic (its scope is ignored) and returns the
+// policy a compaction applies to it now (Auto resolved to Tiered or Leveled) and whether the
+// topic needs one. Errors: ErrNotFound for an unknown topic, ErrInvalid for an unknown policy.
+func (c *Catalog) NeedsCompaction(ctx context.Context, topicID int64, tr Trigger) (policy.Policy, bool, error) {
+	tr, err := tr.normalized()
+	if err != nil {
+		return "", false, fmt.Errorf("catalog: topic %d: %w", topicID, err)
+	}
+	var p string
+	var need bool
+	err = c.Pool.QueryRow(ctx, `SELECT `+resolved(tr.Policy)+`, `+needs(tr.Policy)+` FROM topics t CROSS JOIN `+triggerParams+` WHERE t.id = $4`,
+		tr.MinChunks, policy.SmallChunkBytes(tr.MaxChunkSizeBytes), tr.MaxChunkSizeBytes, topicID).Scan(&p, &need)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, fmt.Errorf("catalog: topic %d: %w", topicID, ErrNotFound)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("catalog: does topic %d need %s compaction: %w", topicID, tr.Policy, err)
+	}
+	return policy.Policy(p), need, nil
+}
+
+// ResolvePolicy returns what p means for the topic now: p itself, or for Auto, Leveled when the
+// topic is finalized or its L0 bytes reach maxChunkSizeBytes (0 = default), Tiered otherwise.
+func (c *Catalog) ResolvePolicy(ctx context.Context, topicID int64, p policy.Policy, maxChunkSizeBytes int64) (policy.Policy, error) {
+	res, _, err := c.NeedsCompaction(ctx, topicID, Trigger{Policy: p, MaxChunkSizeBytes: maxChunkSizeBytes})
+	return res, err
+}
+
+// leasableTopic returns the topic if a compaction of policy p may lease it: it exists and, for
+// Full, is finalized. Errors wrap ErrNotFound and say which.
+func (c *Catalog) leasableTopic(ctx context.Context, q querier, topicID int64, p policy.Policy) (Topic, error) {
+	if p == policy.Full || p == "" {
+		return c.finalizedTopic(ctx, q, topicID)
+	}
+	rows, _ := q.Query(ctx, `SELECT `+topicColumns+` FROM topics t WHERE t.id = $1`, topicID)
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Topic])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Topic{}, fmt.Errorf("topic %d does not exist: %w", topicID, ErrNotFound)
+	}
+	if err != nil {
+		return Topic{}, fmt.Errorf("topic %d: %w", topicID, err)
+	}
+	return t, nil
+}
+
+// LevelCounts are a topic's chunks and bytes per level.
+type LevelCounts struct {
+	L0Chunks, L1Chunks int
+	L0Bytes, L1Bytes   int64
+}
+
+// Levels returns the chunk counts and bytes per level of every topic, keyed by topic ID.
+func (c *Catalog) Levels(ctx context.Context) (map[int64]LevelCounts, error) {
+	rows, _ := c.Pool.Query(ctx, `
+		SELECT topic_id,
+			count(*) FILTER (WHERE level = 0), count(*) FILTER (WHERE level = 1),
+			coalesce(sum(size_bytes) FILTER (WHERE level = 0), 0), coalesce(sum(size_bytes) FILTER (WHERE level = 1), 0)
+		FROM chunks GROUP BY topic_id`)
+	out := map[int64]LevelCounts{}
+	var id int64
+	var lc LevelCounts
+	_, err := pgx.ForEachRow(rows, []any{&id, &lc.L0Chunks, &lc.L1Chunks, &lc.L0Bytes, &lc.L1Bytes}, func() error {
+		out[id] = lc
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: chunk levels: %w", err)
+	}
+	return out, nil
+}
