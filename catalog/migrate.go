@@ -24,13 +24,19 @@ const migrateLockID int64 = 0x73746f72656f7074 // "storeopt"
 // the first applies the migrations, the others then find nothing to do. Errors never contain
 // the password of databaseURL.
 func Migrate(ctx context.Context, databaseURL string) error {
-	if err := migrate(ctx, databaseURL); err != nil {
+	return MigrateTo(ctx, databaseURL, 0)
+}
+
+// MigrateTo is Migrate up to schema version (0 = the newest): for tests of a migration on a
+// catalog of an older version.
+func MigrateTo(ctx context.Context, databaseURL string, version int64) error {
+	if err := migrate(ctx, databaseURL, version); err != nil {
 		return redactError(databaseURL, fmt.Errorf("catalog: migrate %s: %w", RedactURL(databaseURL), err))
 	}
 	return nil
 }
 
-func migrate(ctx context.Context, databaseURL string) error {
+func migrate(ctx context.Context, databaseURL string, version int64) error {
 	cfg, err := pgx.ParseConfig(databaseURL)
 	if err != nil {
 		return err
@@ -58,8 +64,10 @@ func migrate(ctx context.Context, databaseURL string) error {
 	}
 	defer lockConn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLockID) //nolint:errcheck // closing the session releases it too
 
-	if _, err := provider.Up(ctx); err != nil {
-		return err
+	if version > 0 {
+		_, err = provider.UpTo(ctx, version)
+	} else {
+		_, err = provider.Up(ctx)
 	}
-	return nil
+	return err
 }
