@@ -12,8 +12,9 @@ import (
 // The cleanup routine deletes the objects of data prefixes nothing references any more (old
 // prefixes of optimized topics, partial output of failed runs, orphans) after a retention period.
 //
-// A prefix is referenced when a topic's data_prefix, a queue row's fresh_prefix (a live lease) or
-// a plan's fresh_prefix is that prefix. Every writer records its prefix in the catalog before it
+// A prefix is referenced when a topic's data_prefix, a chunk's object key (a topic's chunks may
+// live under several prefixes once it is compacted while live), a queue row's fresh_prefix (a
+// live lease) or a plan's fresh_prefix is that prefix. Every writer records its prefix in the catalog before it
 // writes the prefix's first object (ingestion creates the topic first, Lease stores the fresh
 // prefix first), so a prefix that cleanup found in a listing of the store and then finds
 // unreferenced in a later statement is not in use by anyone who could still commit it.
@@ -22,6 +23,7 @@ import (
 // the prefix p (an SQL expression).
 func referenced(p string) string {
 	return `(EXISTS (SELECT 1 FROM topics WHERE data_prefix = ` + p + `)
+		OR EXISTS (SELECT 1 FROM chunks WHERE key_prefix = ` + p + `)
 		OR EXISTS (SELECT 1 FROM optimization_queue WHERE fresh_prefix = ` + p + `)
 		OR EXISTS (SELECT 1 FROM plans WHERE fresh_prefix = ` + p + `))`
 }
@@ -207,4 +209,77 @@ func (c *Catalog) DeleteMarked(ctx context.Context, prefix string, retention tim
 		return DeleteNotMarked, fmt.Errorf("catalog: delete prefix %s: %w", prefix, err)
 	}
 	return outcome, nil
+}
+
+// ReplacedObject is an object of a chunk that a commit replaced (a row of replaced_objects).
+type ReplacedObject struct {
+	ObjectKey  string
+	ReplacedAt time.Time // database clock of the commit
+}
+
+// DueReplacedObjects returns up to limit replaced objects with key > afterKey, in key order, that
+// were replaced at least retention ago by the database clock: the objects DeleteReplacedObject
+// may delete (their prefix may still be referenced: a live topic's ingestion prefix). limit must
+// be positive, retention not negative.
+func (c *Catalog) DueReplacedObjects(ctx context.Context, retention time.Duration, afterKey string, limit int) ([]ReplacedObject, error) {
+	if limit <= 0 || retention < 0 {
+		return nil, fmt.Errorf("catalog: due replaced objects: limit %d or retention %s: %w", limit, retention, ErrInvalid)
+	}
+	rows, _ := c.Pool.Query(ctx, `SELECT object_key, replaced_at FROM replaced_objects
+		WHERE object_key > $1 AND now() - replaced_at >= $3 * interval '1 microsecond'
+		ORDER BY object_key LIMIT $2`, afterKey, limit, retention.Microseconds())
+	objs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ReplacedObject])
+	if err != nil {
+		return nil, fmt.Errorf("catalog: due replaced objects after %q: %w", afterKey, err)
+	}
+	return objs, nil
+}
+
+// PendingReplacedObjects returns how many replaced objects are younger than retention.
+func (c *Catalog) PendingReplacedObjects(ctx context.Context, retention time.Duration) (int, error) {
+	var n int
+	err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM replaced_objects
+		WHERE now() - replaced_at < $1 * interval '1 microsecond'`, retention.Microseconds()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("catalog: count pending replaced objects: %w", err)
+	}
+	return n, nil
+}
+
+// DeleteReplacedObject deletes one replaced object once it is due, in one transaction that holds
+// its row locked: the row must be at least retention old by the database clock, and when no chunk
+// row names the key (checked here: it never does, keys are never reused, but a hostile catalog
+// could), deleteObject is called inside the transaction; when it succeeds the row is removed.
+// deleted is false when the row is gone (another cleanup took it) or not due. If deleteObject
+// fails, its error is returned wrapped and the row stays (a later pass retries).
+func (c *Catalog) DeleteReplacedObject(ctx context.Context, key string, retention time.Duration,
+	deleteObject func(context.Context) error) (deleted bool, err error) {
+	if deleteObject == nil || retention < 0 {
+		return false, fmt.Errorf("catalog: delete replaced object %s: nil delete function or negative retention %s: %w",
+			key, retention, ErrInvalid)
+	}
+	err = c.inTx(ctx, func(tx pgx.Tx) error {
+		var due, named bool
+		err := tx.QueryRow(ctx, `SELECT now() - replaced_at >= $2 * interval '1 microsecond',
+				EXISTS (SELECT 1 FROM chunks WHERE object_key = $1)
+			FROM replaced_objects WHERE object_key = $1 FOR UPDATE`, key, retention.Microseconds()).Scan(&due, &named)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !due) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("lock row: %w", err)
+		}
+		if !named {
+			if err := deleteObject(ctx); err != nil {
+				return fmt.Errorf("delete object: %w", err)
+			}
+			deleted = true
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM replaced_objects WHERE object_key = $1`, key)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("catalog: delete replaced object %s: %w", key, err)
+	}
+	return deleted, nil
 }
