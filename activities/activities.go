@@ -20,6 +20,7 @@ import (
 	"github.com/storeopt/storeopt/mempool"
 	"github.com/storeopt/storeopt/panics"
 	"github.com/storeopt/storeopt/plan"
+	"github.com/storeopt/storeopt/policy"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/uploads"
 	"github.com/storeopt/storeopt/verify"
@@ -104,10 +105,16 @@ func (a *Activities) classify(locator string, err error) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("topic %s: %v", locator, err), errType, nil)
 }
 
-// EnqueueTopics rescans the catalog and queues every finalized topic that was never optimized
-// and is not quarantined; the result also reports the quarantined topics.
+// EnqueueTopics rescans the catalog and queues every topic in the run's scope that needs a
+// compaction of the run's policy (catalog.Trigger: for full, finalized topics never optimized)
+// and is not quarantined; the result also reports the quarantined topics. Errors: ErrTypeInput
+// for an unknown policy or scope term.
 func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (EnqueueTopicsResult, error) {
-	added, err := a.Catalog.EnqueueUnoptimized(ctx)
+	tr, err := in.trigger()
+	if err != nil {
+		return EnqueueTopicsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInput, nil)
+	}
+	added, err := a.Catalog.EnqueueTopics(ctx, tr)
 	if err != nil {
 		return EnqueueTopicsResult{}, err
 	}
@@ -126,7 +133,17 @@ func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (
 // ListQueuedTopics returns one page of the optimization queue in topic ID order.
 func (a *Activities) ListQueuedTopics(ctx context.Context, in ListQueuedTopicsInput) (ListQueuedTopicsResult, error) {
 	limit := min(max(in.Limit, 1), 1000)
-	qs, err := a.Catalog.ListQueued(ctx, in.AfterTopicID, limit)
+	scope, err := policy.ParseScope(in.Scope)
+	if err != nil {
+		return ListQueuedTopicsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInput, nil)
+	}
+	var p policy.Policy
+	if in.Policy != "" {
+		if p, err = policy.Parse(in.Policy); err != nil {
+			return ListQueuedTopicsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInput, nil)
+		}
+	}
+	qs, err := a.Catalog.ListQueuedFor(ctx, in.AfterTopicID, limit, p, scope)
 	if err != nil {
 		return ListQueuedTopicsResult{}, err
 	}
@@ -139,12 +156,22 @@ func (a *Activities) ListQueuedTopics(ctx context.Context, in ListQueuedTopicsIn
 
 // Lease takes the topic's queue row for the calling workflow run (owner = workflow ID, fencing
 // token = run ID) with a fresh data prefix; a retry of the same run gets the same lease back.
-// When the lease is taken over from an earlier run of the topic (terminated, or timed out), that
-// run's partial output is deleted. Errors: ErrTypeNotFound when the topic does not exist or is not
-// finalized. With SkipIfOptimized, a topic that is no longer queued and was optimized since the
-// run listed it gets no lease: the result says AlreadyOptimized.
+// The policy auto is resolved for the topic (LeaseResult.Policy). When the lease is taken over
+// from an earlier run of the topic (terminated, or timed out), that run's partial output is
+// deleted. Errors: ErrTypeNotFound when the topic does not exist or, for full, is not finalized;
+// ErrTypeInput for an unknown policy. With SkipIfOptimized, a topic that no longer needs a
+// compaction of the policy gets no lease: the result says AlreadyOptimized.
 func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, error) {
 	owner, token := run(ctx)
+	requested, err := policy.Parse(in.Policy)
+	if err != nil {
+		return LeaseResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInput, nil)
+	}
+	tr := catalog.Trigger{Policy: requested, MinChunks: in.MinChunks, MaxChunkSizeBytes: in.MaxChunkSizeBytes}
+	pol, need, err := a.Catalog.NeedsCompaction(ctx, in.TopicID, tr)
+	if err != nil {
+		return LeaseResult{}, a.classify(fmt.Sprintf("#%d", in.TopicID), err)
+	}
 	if in.SkipIfOptimized {
 		t, err := a.Catalog.Topic(ctx, in.TopicID)
 		if err != nil {
@@ -154,8 +181,13 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 		if err != nil {
 			return LeaseResult{}, err
 		}
-		if !queued && t.OptimizedAt != nil {
-			return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix}, nil
+		// Full keeps its first rule: a topic still queued (by hand too) is optimized again.
+		done := !need
+		if requested == policy.Full {
+			done = !queued && t.OptimizedAt != nil
+		}
+		if done {
+			return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix, Policy: string(pol)}, nil
 		}
 		rec, err := a.Catalog.FailureOf(ctx, in.TopicID)
 		switch {
@@ -179,7 +211,7 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 	case err != nil && !errors.Is(err, catalog.ErrNotFound):
 		return LeaseResult{}, err
 	}
-	l, err := a.Catalog.AcquireLease(ctx, in.TopicID, owner, token, store.NewPrefix())
+	l, err := a.Catalog.AcquireLeaseFor(ctx, in.TopicID, owner, token, store.NewPrefix(), pol)
 	if err != nil {
 		return LeaseResult{}, a.classify(fmt.Sprintf("#%d", in.TopicID), err)
 	}
@@ -191,7 +223,20 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 			return LeaseResult{}, err
 		}
 	}
-	return LeaseResult{Locator: l.Locator, OldPrefix: l.OldPrefix, FreshPrefix: l.FreshPrefix}, nil
+	return LeaseResult{Locator: l.Locator, OldPrefix: l.OldPrefix, FreshPrefix: l.FreshPrefix, Policy: string(pol)}, nil
+}
+
+// trigger returns the catalog trigger of the run's input.
+func (in EnqueueTopicsInput) trigger() (catalog.Trigger, error) {
+	p, err := policy.Parse(in.Policy)
+	if err != nil {
+		return catalog.Trigger{}, err
+	}
+	scope, err := policy.ParseScope(in.Scope)
+	if err != nil {
+		return catalog.Trigger{}, err
+	}
+	return catalog.Trigger{Policy: p, MinChunks: in.MinChunks, MaxChunkSizeBytes: in.MaxChunkSizeBytes, Scope: scope}, nil
 }
 
 // deletePartialOutput deletes the objects an earlier run of the topic wrote under prefix.

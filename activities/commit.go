@@ -10,6 +10,8 @@ import (
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/parquetio"
+	"github.com/storeopt/storeopt/plan"
+	"github.com/storeopt/storeopt/policy"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/verify"
 )
@@ -37,7 +39,13 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 	if err := faults.Hit(ctx, faults.CommitBeforeTx); err != nil {
 		return res, err
 	}
-	cr, err := a.Catalog.Commit(ctx, topic.ID, token, func(rec catalog.PlanRecord, staged []catalog.StagedChunk) error {
+	// The plan says how the chunk set changes. A retry after a successful commit finds no plan
+	// (the commit deleted it) and is answered by the catalog from its optimization record.
+	spec := catalog.CommitSpec{Policy: policy.Full, ReplaceAll: true}
+	if p, err := a.loadPlan(ctx, topic, token); err == nil {
+		spec = commitSpec(p)
+	}
+	cr, err := a.Catalog.CommitPlan(ctx, topic.ID, token, spec, func(rec catalog.PlanRecord, staged []catalog.StagedChunk) error {
 		return a.verifyStaged(ctx, rec, staged, &res)
 	})
 	if err != nil {
@@ -55,24 +63,16 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 	return res, nil
 }
 
+// commitSpec returns how the commit of plan p changes the topic's chunk set.
+func commitSpec(p *plan.Plan) catalog.CommitSpec {
+	pol := p.EffectivePolicy()
+	return catalog.CommitSpec{Policy: pol, ReplaceAll: pol == policy.Full,
+		L1ShiftFrom: p.Placement.ShiftFrom, L1ShiftBy: p.Placement.ShiftBy}
+}
+
 // verifyStaged is the verification run inside the commit transaction.
 func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, staged []catalog.StagedChunk, res *CommitResult) error {
-	var p struct {
-		Outputs  []json.RawMessage `json:"outputs"`
-		FooterID string            `json:"footer_id"`
-		Inputs   []struct {
-			ChunkID   int64  `json:"chunk_id"`
-			ObjectKey string `json:"key"`
-			Rows      int64  `json:"rows"`
-			SizeBytes int64  `json:"size"`
-		} `json:"inputs"`
-		Totals struct {
-			Rows           int64  `json:"rows"`
-			TimestampNulls int64  `json:"timestamp_nulls"`
-			MinTs          *int64 `json:"min_ts"`
-			MaxTs          *int64 `json:"max_ts"`
-		} `json:"totals"`
-	}
+	var p plan.Plan
 	if err := json.Unmarshal(rec.Body, &p); err != nil {
 		return fmt.Errorf("%w: stored plan is unreadable: %v", catalog.ErrInvalid, err)
 	}
@@ -98,6 +98,12 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 		if err := store.CheckKey(rec.FreshPrefix, s.ObjectKey); err != nil {
 			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d: %v", s.Ordinal, err)}
 		}
+		if s.Ordinal < len(p.Outputs) {
+			if want := p.Target(p.Outputs[s.Ordinal]); s.TargetOrdinal == nil || *s.TargetOrdinal != want {
+				return &verify.MismatchError{What: fmt.Sprintf("output chunk %d is staged for ordinal %s, planned %d",
+					s.Ordinal, fmtOrdinal(s.TargetOrdinal), want)}
+			}
+		}
 		attrs, err := a.Bucket.Attributes(ctx, s.ObjectKey)
 		if _, ok := storeFaultOf(err); ok {
 			return fmt.Errorf("output chunk %s: %w", s.ObjectKey, err) // the store's fault, not the output's
@@ -111,17 +117,46 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 		res.Rows += s.RowCount
 		res.OutputBytes += s.SizeBytes
 	}
-	inputs := make([]verify.InputChunk, len(p.Inputs))
-	for i, in := range p.Inputs {
-		res.InputBytes += in.SizeBytes
-		inputs[i] = verify.InputChunk{ID: in.ChunkID, Key: in.ObjectKey, Rows: in.Rows}
+	res.InputBytes = p.InputBytes()
+	want := verify.Expected{Outputs: len(p.Outputs), Rows: p.Totals.Rows,
+		TimestampNulls: p.Totals.TimestampNulls, MinTs: p.Totals.MinTs, MaxTs: p.Totals.MaxTs,
+		Inputs: inputChunks(&p),
+		// A rollup's outputs are L0 chunks: they may overlap each other in time.
+		Unordered: p.EffectiveKind() == plan.KindConcatenate}
+	if !want.Unordered {
+		pl := p.Placement
+		want.Before, want.After, want.AfterRows, want.AfterHasNonNull = pl.Before, pl.After, pl.AfterRows, pl.AfterHasNonNull
 	}
 	footer, err := hex.DecodeString(p.FooterID)
 	if err != nil || len(footer) != parquetio.FingerprintBytes {
 		return &verify.MismatchError{What: fmt.Sprintf("stored plan has no valid footer ID (%q)", p.FooterID)}
 	}
-	return verify.Check(verify.Expected{Outputs: len(p.Outputs), Rows: p.Totals.Rows, Footer: footer,
-		TimestampNulls: p.Totals.TimestampNulls, MinTs: p.Totals.MinTs, MaxTs: p.Totals.MaxTs, Inputs: inputs}, facts)
+	want.Footer = footer
+	return verify.Check(want, facts)
+}
+
+// inputChunks returns the plan's input chunks for verification, each once with all its rows (a
+// chunk read as several runs is several plan inputs), in plan order.
+func inputChunks(p *plan.Plan) []verify.InputChunk {
+	var out []verify.InputChunk
+	at := map[int64]int{}
+	for _, in := range p.Inputs {
+		i, ok := at[in.ChunkID]
+		if !ok {
+			i = len(out)
+			at[in.ChunkID] = i
+			out = append(out, verify.InputChunk{ID: in.ChunkID, Key: in.ObjectKey})
+		}
+		out[i].Rows += in.Rows
+	}
+	return out
+}
+
+func fmtOrdinal(o *int) string {
+	if o == nil {
+		return "(none)"
+	}
+	return fmt.Sprint(*o)
 }
 
 // copyMetadata copies <old>/metadata.json to <fresh>/metadata.json and checks the copy is

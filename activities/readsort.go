@@ -3,8 +3,10 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -15,6 +17,7 @@ import (
 	"github.com/storeopt/storeopt/panics"
 	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/plan"
+	"github.com/storeopt/storeopt/policy"
 	"github.com/storeopt/storeopt/store"
 )
 
@@ -26,12 +29,15 @@ const maxPlanSamples = 256 << 10
 // once doubles throughput on tiny chunks, DESIGN.md).
 const scanParallelism = 2
 
-// ReadSort reads the footer and the timestamp_ns column of every input chunk (never the other
-// columns), checks that all chunks share one footer (Parquet schema elements and key/value pairs,
-// ARROW:schema included: parquetio.Footer) and agree with their catalog rows, computes the plan and stores it in the catalog under the calling run's lease.
-// Heartbeats report the number of chunks scanned. Errors: ErrTypeInput for bad chunks (naming
-// the chunk's object key and the cause), no chunks, no rows, or a missing metadata.json;
-// ErrTypeLeaseLost when the run no longer holds the lease.
+// ReadSort selects the chunks the lease's policy reads (plan.Select, on catalog facts only),
+// reads the footer and the timestamp_ns column of each selected chunk (never the other columns),
+// checks that they share one footer (Parquet schema elements and key/value pairs, ARROW:schema
+// included: parquetio.Footer) and agree with their catalog rows,
+// computes the plan (a merge into the sorted run, or a rollup of neighbouring chunks) and stores
+// it in the catalog under the calling run's lease. When the policy selects nothing, no plan is
+// stored and the result says NothingToDo. Heartbeats report the number of chunks scanned.
+// Errors: ErrTypeInput for bad chunks (naming the chunk's object key and the cause), no chunks,
+// no rows, or a missing metadata.json; ErrTypeLeaseLost when the run no longer holds the lease.
 func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortResult, error) {
 	if err := faults.Hit(ctx, faults.ReadSortStart); err != nil {
 		return ReadSortResult{}, err
@@ -41,6 +47,10 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 		return ReadSortResult{}, err
 	}
 	p, inputIDs, kept, err := a.planTopic(ctx, topic, in)
+	if errors.Is(err, errNothingToDo) {
+		logger(ctx).Info("Nothing to do", "topic", topic.Locator, "policy", in.Policy)
+		return ReadSortResult{NothingToDo: true}, nil
+	}
 	if err != nil {
 		logPanic(ctx, topic.Locator, err)
 		return ReadSortResult{}, a.classify(topic.Locator, err)
@@ -59,40 +69,125 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 	if err != nil {
 		return ReadSortResult{}, a.classify(topic.Locator, err)
 	}
-	res := ReadSortResult{InputChunks: len(p.Inputs), InputRows: p.Totals.Rows,
-		OutputChunks: len(p.Outputs), Groups: p.Groups(), FooterValuesKept: kept}
+	res := ReadSortResult{InputChunks: len(inputIDs), InputRows: p.Totals.Rows,
+		OutputChunks: len(p.Outputs), Groups: p.Groups(), InputBytes: p.InputBytes(), FooterValuesKept: kept}
 	for _, k := range kept {
 		logger(ctx).Warn("Per-file footer values differ: the outputs keep the first chunk's", "topic", topic.Locator, "detail", k)
 	}
-	for _, i := range p.Inputs {
-		res.InputBytes += i.SizeBytes
+	for _, o := range p.Outputs {
+		res.OutputBytes += o.EstBytes
 	}
-	logger(ctx).Info("Plan stored", "topic", topic.Locator, "inputs", res.InputChunks,
+	logger(ctx).Info("Plan stored", "topic", topic.Locator, "policy", p.EffectivePolicy(), "inputs", res.InputChunks,
 		"rows", res.InputRows, "outputs", res.OutputChunks, "groups", res.Groups)
 	return res, nil
 }
 
-// planTopic scans the topic's chunks and computes its plan.
+// errNothingToDo is returned by planTopic when the policy selects no chunk.
+var errNothingToDo = errors.New("nothing to do")
+
+// planTopic selects the chunks of the policy, scans them and computes the plan; it also returns
+// the IDs of the chunks the plan reads, in catalog order, and the per-file footer values the
+// outputs do not keep (see scanChunks).
 func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in ReadSortInput) (*plan.Plan, []int64, []string, error) {
 	// A hostile data prefix ("../x", "/etc") is refused before any object under it is read.
 	if err := store.CheckPrefix(topic.DataPrefix); err != nil {
 		return nil, nil, nil, &parquetio.InputError{Err: err}
 	}
-	chunks, err := a.Catalog.Chunks(ctx, topic.ID)
+	pol, err := policy.Parse(in.Policy)
+	if err != nil {
+		return nil, nil, nil, &parquetio.InputError{Err: err}
+	}
+	all, err := a.Catalog.Chunks(ctx, topic.ID)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if len(all) == 0 {
+		if err := a.checkMetadata(ctx, topic.DataPrefix, all); err != nil {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, &parquetio.InputError{Err: fmt.Errorf("topic has no chunks")}
+	}
+	sel, err := plan.Select(pol, chunkFacts(all), plan.SelectOptions{MaxChunkSizeBytes: in.MaxChunkSizeBytes})
+	if err != nil {
+		return nil, nil, nil, &parquetio.InputError{Err: err}
+	}
+	if sel.Empty() {
+		return nil, nil, nil, errNothingToDo
+	}
+	chunks := make([]catalog.Chunk, len(sel.Inputs))
+	for i, pos := range sel.Inputs {
+		chunks[i] = all[pos]
 	}
 	if err := a.checkMetadata(ctx, topic.DataPrefix, chunks); err != nil {
 		return nil, nil, nil, err
 	}
-	if len(chunks) == 0 {
-		return nil, nil, nil, &parquetio.InputError{Err: fmt.Errorf("topic has no chunks")}
+	if err := a.checkKeys(ctx, topic, chunks); err != nil {
+		return nil, nil, nil, err
 	}
+	scans, kept, err := a.scanChunks(ctx, chunks)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ids := make([]int64, len(chunks))
+	for i, c := range chunks {
+		ids[i] = c.ID
+	}
+	opts := plan.Options{MaxChunkSizeBytes: in.MaxChunkSizeBytes, GroupSize: in.GroupTargetChunks,
+		MemoryBudgetBytes: a.pool().Limit()}
+	var p *plan.Plan
+	if sel.Kind == plan.KindConcatenate {
+		p, err = rollupPlan(chunks, scans, sel, opts)
+	} else {
+		p, err = mergePlan(chunks, scans, opts)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p.Place(sel)
+	p.FooterID = scans[0].Footer.ID
+	return p, ids, kept, nil
+}
+
+// chunkFacts returns the catalog facts selection works on.
+func chunkFacts(chunks []catalog.Chunk) []plan.ChunkFacts {
+	facts := make([]plan.ChunkFacts, len(chunks))
+	for i, c := range chunks {
+		facts[i] = plan.ChunkFacts{ChunkID: c.ID, Level: c.Level, Ordinal: c.Ordinal, SizeBytes: c.SizeBytes,
+			Rows: c.RowCount, MinTs: c.MinTimestampNs, MaxTs: c.MaxTimestampNs, Nulls: c.TimestampNullCount}
+	}
+	return facts
+}
+
+// checkKeys refuses chunk keys outside the topic's data prefixes (its own, and the fresh
+// prefixes of its committed optimizations) before any of them is read.
+func (a *Activities) checkKeys(ctx context.Context, topic catalog.Topic, chunks []catalog.Chunk) error {
+	prefixes, err := a.Catalog.TopicPrefixes(ctx, topic.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range chunks {
+		err := store.CheckKey(topic.DataPrefix, c.ObjectKey)
+		for _, p := range prefixes {
+			if err == nil {
+				break
+			}
+			if store.CheckPrefix(p) == nil && strings.HasPrefix(c.ObjectKey, p+"/") {
+				err = store.CheckKey(p, c.ObjectKey)
+			}
+		}
+		if err != nil {
+			return &compaction.ChunkError{Key: c.ObjectKey, Err: err}
+		}
+	}
+	return nil
+}
+
+// scanChunks scans the chunks (two at a time) and checks that each agrees with its catalog row
+// and has chunks[0]'s footer; it returns the scans and the per-file footer values the outputs do
+// not keep.
+func (a *Activities) scanChunks(ctx context.Context, chunks []catalog.Chunk) ([]compaction.Scan, []string, error) {
 	var catalogRows int64
 	for _, c := range chunks {
-		if err := store.CheckKey(topic.DataPrefix, c.ObjectKey); err != nil {
-			return nil, nil, nil, &compaction.ChunkError{Key: c.ObjectKey, Err: err}
-		}
 		catalogRows += c.RowCount
 	}
 	step := max(int64(1), (catalogRows+maxPlanSamples-1)/maxPlanSamples)
@@ -135,7 +230,7 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 		return nil
 	}
 	if err := scan(ctx, 0); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanParallelism)
@@ -148,19 +243,15 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
+	return scans, kept.report(), nil
+}
 
-	inputs := make([]plan.Input, len(chunks))
-	samples := make([][]plan.Sample, len(chunks))
-	ids := make([]int64, len(chunks))
+// totalsOf sums the facts of the scanned chunks that verification checks the output against.
+func totalsOf(scans []compaction.Scan) plan.Totals {
 	var totals plan.Totals
-	for i, c := range chunks {
-		s := scans[i]
-		inputs[i] = plan.Input{ChunkID: c.ID, ObjectKey: c.ObjectKey, Rows: s.Rows, SizeBytes: c.SizeBytes, FooterBytes: s.FooterBytes,
-			ArrowBytes: c.ArrowSizeBytes, Sorted: s.Sorted, First: s.First, Last: s.Last}
-		samples[i] = s.Samples
-		ids[i] = c.ID
+	for _, s := range scans {
 		totals.Rows += s.Rows
 		totals.TimestampNulls += s.Nulls
 		if s.MinTs != nil && (totals.MinTs == nil || *s.MinTs < *totals.MinTs) {
@@ -170,14 +261,56 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 			totals.MaxTs = s.MaxTs
 		}
 	}
-	p, err := plan.Compute(inputs, samples, totals, plan.Options{
-		MaxChunkSizeBytes: in.MaxChunkSizeBytes, GroupSize: in.GroupTargetChunks,
-		MemoryBudgetBytes: a.pool().Limit()})
-	if err != nil {
-		return nil, nil, nil, err
+	return totals
+}
+
+// mergePlan plans the k-way merge of the chunks (compaction.MergeInputs: one input per sorted run).
+func mergePlan(chunks []catalog.Chunk, scans []compaction.Scan, opts plan.Options) (*plan.Plan, error) {
+	refs := make([]compaction.ChunkRef, len(chunks))
+	for i, c := range chunks {
+		refs[i] = compaction.ChunkRef{ID: c.ID, Key: c.ObjectKey, SizeBytes: c.SizeBytes, ArrowBytes: c.ArrowSizeBytes, Ordinal: c.Ordinal}
 	}
-	p.FooterID = scans[0].Footer.ID
-	return p, ids, kept.report(), nil
+	inputs, samples := compaction.MergeInputs(refs, scans)
+	return plan.Compute(inputs, samples, totalsOf(scans), opts)
+}
+
+// rollupPlan plans a tiered compaction: one input per chunk (the writer reads its row groups one
+// by one), one output per selected group.
+func rollupPlan(chunks []catalog.Chunk, scans []compaction.Scan, sel plan.Selection, opts plan.Options) (*plan.Plan, error) {
+	inputs := make([]plan.Input, len(chunks))
+	at := map[int]int{} // position in all -> position in inputs
+	for i, c := range chunks {
+		s := scans[i]
+		inputs[i] = plan.Input{ChunkID: c.ID, ObjectKey: c.ObjectKey, Rows: s.Rows, SizeBytes: c.SizeBytes,
+			FooterBytes: s.FooterBytes, ArrowBytes: c.ArrowSizeBytes, Ordinal: c.Ordinal,
+			Sorted: len(s.Runs) <= 1 && (len(s.Runs) == 0 || s.Runs[0].Sorted)}
+		for _, r := range s.Runs {
+			if !r.Sorted { // an unsorted run is one row group
+				rg := 0
+				if r.RowGroups != nil {
+					rg = r.RowGroups[0]
+				}
+				inputs[i].Unsorted = append(inputs[i].Unsorted, rg)
+			}
+		}
+		for _, b := range c.Blocks {
+			if b.Source != "" {
+				inputs[i].BlockSources = make([]string, len(c.Blocks))
+				for k, b := range c.Blocks {
+					inputs[i].BlockSources[k] = b.Source
+				}
+				break
+			}
+		}
+		at[sel.Inputs[i]] = i
+	}
+	groups := make([][]int, len(sel.Groups))
+	for g, members := range sel.Groups {
+		for _, pos := range members {
+			groups[g] = append(groups[g], at[pos])
+		}
+	}
+	return plan.Rollup(inputs, groups, totalsOf(scans), opts)
 }
 
 // checkMetadata fails with an input fault when the topic's metadata.json is missing or empty, and

@@ -45,8 +45,15 @@ type StoreFault struct {
 	Cause string // e.g. "read-only file system"
 }
 
-// EnqueueTopicsInput is the input of EnqueueTopics.
-type EnqueueTopicsInput struct{}
+// EnqueueTopicsInput is the input of EnqueueTopics: which topics the run queues (catalog.Trigger).
+// Zero values: policy full, trigger policy.DefaultMinChunks, chunk size 256000000, scope all.
+type EnqueueTopicsInput struct {
+	Policy            string
+	MinChunks         int
+	MaxChunkSizeBytes int64
+	// Scope are scope terms ("all", "sequence:NAME", "topic:LOCATOR"; none = all).
+	Scope []string
+}
 
 // EnqueueTopicsResult says how many topics were newly queued and how many are queued in all,
 // and which topics are quarantined (not queued).
@@ -59,10 +66,13 @@ type EnqueueTopicsResult struct {
 	QuarantinedTopics []QuarantinedTopic
 }
 
-// ListQueuedTopicsInput asks for one page of the queue, in topic ID order, after AfterTopicID.
+// ListQueuedTopicsInput asks for one page of the queue, in topic ID order, after AfterTopicID:
+// the topics queued with Policy ("" = any) inside Scope (none = all).
 type ListQueuedTopicsInput struct {
 	AfterTopicID int64
 	Limit        int // at most 1000
+	Policy       string
+	Scope        []string
 }
 
 // QueuedTopic is one queued topic.
@@ -80,9 +90,15 @@ type ListQueuedTopicsResult struct {
 // from the activity's own workflow execution, not from the input.
 type LeaseInput struct {
 	TopicID int64
-	// SkipIfOptimized: when the topic is no longer queued and was optimized before (another run
-	// finished it after this run listed it), take no lease and return AlreadyOptimized; when it
-	// is quarantined (another run's failure quarantined it after this run listed it), take no
+	// Policy of the compaction ("" = full); auto is resolved to tiered or leveled for the topic
+	// (LeaseResult.Policy). MinChunks and MaxChunkSizeBytes are the run's trigger (see
+	// catalog.Trigger), used with SkipIfOptimized.
+	Policy            string
+	MinChunks         int
+	MaxChunkSizeBytes int64
+	// SkipIfOptimized: when the topic no longer needs a compaction of Policy (another run did
+	// it after this run listed it), take no lease and return AlreadyOptimized; when it is
+	// quarantined (another run's failure quarantined it after this run listed it), take no
 	// lease and return Quarantined.
 	SkipIfOptimized bool
 }
@@ -97,6 +113,8 @@ type LeaseResult struct {
 	Locator     string
 	OldPrefix   string
 	FreshPrefix string
+	// Policy is the policy the compaction applies (auto resolved; "" in old histories = full).
+	Policy string
 }
 
 // ReadSortInput is the input of ReadSort.
@@ -106,6 +124,8 @@ type ReadSortInput struct {
 	// GroupTargetChunks is the number of output chunks per WriteChunks activity; 0 = automatic
 	// (one per activity, at most plan.MaxGroups activities).
 	GroupTargetChunks int
+	// Policy is the lease's policy (resolved; "" = full).
+	Policy string
 }
 
 // ReadSortResult summarizes the plan stored in the catalog.
@@ -119,6 +139,11 @@ type ReadSortResult struct {
 	// chunks (per-file values: a pandas index range, a GeoParquet bounding box): the outputs
 	// keep the first chunk's value, the others are dropped and listed here (at most 16 keys).
 	FooterValuesKept []string `json:",omitempty"`
+	// NothingToDo is true when the policy selects no chunk (nothing to join or merge): no plan
+	// was stored and Groups is 0.
+	NothingToDo bool
+	// OutputBytes is the plan's estimate of the bytes written.
+	OutputBytes int64
 }
 
 // WriteChunksInput names one output group of the stored plan.

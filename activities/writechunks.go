@@ -72,15 +72,18 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 			return res, err
 		}
 		st := out.Stats
+		target := p.Target(o)
 		err = a.Catalog.StageChunk(ctx, token, catalog.StagedChunk{
 			Chunk: catalog.Chunk{
 				TopicID: topic.ID, Ordinal: o.Ordinal, ObjectKey: key, SizeBytes: out.SizeBytes,
 				RowCount: st.RowCount, ArrowSizeBytes: st.ArrowSizeBytes,
 				MinTimestampNs: st.MinTimestampNs, MaxTimestampNs: st.MaxTimestampNs,
 				TimestampNullCount: st.TimestampNullCount, ColumnStats: st.Columns,
+				Blocks: catalogBlocks(out),
 			},
-			Digest: stagedDigest(out),
-			Taken:  out.Taken.MarshalBinary(),
+			TargetOrdinal: &target,
+			Digest:        stagedDigest(out),
+			Taken:         out.Taken.MarshalBinary(),
 		})
 		if err != nil {
 			return res, a.classify(topic.Locator, err)
@@ -108,8 +111,9 @@ func (a *Activities) loadPlan(ctx context.Context, topic catalog.Topic, token st
 	if err := json.Unmarshal(rec.Body, &p); err != nil {
 		return nil, a.classify(topic.Locator, fmt.Errorf("%w: stored plan is unreadable: %v", catalog.ErrInvalid, err))
 	}
-	if p.Version != plan.Version {
-		return nil, a.classify(topic.Locator, fmt.Errorf("%w: stored plan has version %d, this worker reads %d", catalog.ErrInvalid, p.Version, plan.Version))
+	if p.Version < plan.MinVersion || p.Version > plan.Version {
+		return nil, a.classify(topic.Locator, fmt.Errorf("%w: stored plan has version %d, this worker reads %d to %d",
+			catalog.ErrInvalid, p.Version, plan.MinVersion, plan.Version))
 	}
 	return &p, nil
 }
@@ -151,7 +155,24 @@ func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, 
 		return compaction.OutputResult{}, err
 	}
 	defer r.Release()
-	return compaction.WriteOutput(ctx, inputs, o, key, layout, func(rows int64) {
+	write := compaction.WriteOutput
+	if inputs.Plan.EffectiveKind() == plan.KindConcatenate {
+		write = compaction.WriteRollup
+	}
+	return write(ctx, inputs, o, key, layout, func(rows int64) {
 		heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: rows})
 	})
+}
+
+// catalogBlocks returns the block index of a written chunk as the catalog stores it.
+func catalogBlocks(out compaction.OutputResult) []catalog.Block {
+	blocks := make([]catalog.Block, len(out.Blocks))
+	for i, b := range out.Blocks {
+		blocks[i] = catalog.Block{MinTs: b.MinTs, MaxTs: b.MaxTs, Nulls: max(b.Nulls, 0), Rows: b.Rows,
+			Offset: b.Offset, Length: b.Length}
+		if i < len(out.Sources) {
+			blocks[i].Source = out.Sources[i]
+		}
+	}
+	return blocks
 }

@@ -56,12 +56,19 @@ func chunkRecord(schema *arrow.Schema, input int, ts []int64) arrow.RecordBatch 
 	return b.NewRecordBatch()
 }
 
-// putChunk writes input's rows (timestamps ts, in stored order) as a chunk at key.
+// putChunk writes input's rows (timestamps ts, in stored order) as a chunk at key, in row groups
+// of 4 rows.
 func putChunk(t *testing.T, b *blob.Bucket, key string, input int, ts []int64) {
+	t.Helper()
+	putChunkRG(t, b, key, input, ts, 4)
+}
+
+// putChunkRG is putChunk with row groups of rgRows rows.
+func putChunkRG(t *testing.T, b *blob.Bucket, key string, input int, ts []int64, rgRows int64) {
 	t.Helper()
 	rec := chunkRecord(testSchema(), input, ts)
 	defer rec.Release()
-	if err := b.WriteAll(context.Background(), key, encodeChunk(t, rec), nil); err != nil {
+	if err := b.WriteAll(context.Background(), key, encodeChunkRG(t, rec, rgRows), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -70,8 +77,14 @@ func putChunk(t *testing.T, b *blob.Bucket, key string, input int, ts []int64) {
 // stored, row groups of 4 rows.
 func encodeChunk(t *testing.T, rec arrow.RecordBatch) []byte {
 	t.Helper()
+	return encodeChunkRG(t, rec, 4)
+}
+
+// encodeChunkRG is encodeChunk with row groups of rgRows rows.
+func encodeChunkRG(t *testing.T, rec arrow.RecordBatch, rgRows int64) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(4)),
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rgRows)),
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		t.Fatal(err)
@@ -138,13 +151,19 @@ func TestScanChunk(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			key := store.ChunkKey(prefix, i)
-			putChunk(t, b, key, 3, tc.ts)
+			putChunkRG(t, b, key, 3, tc.ts, 100) // one row group
 			s, err := ScanChunk(ctx, b, key, 3, tc.step, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
+			r := Run{Sorted: true}
+			if len(s.Runs) > 1 || (len(s.Runs) == 1 && s.Runs[0].RowGroups != nil) {
+				t.Fatalf("one row group: runs %+v, want one run of the whole chunk", s.Runs)
+			} else if len(s.Runs) == 1 {
+				r = s.Runs[0]
+			}
 			got := fmt.Sprintf("rows=%d sorted=%t first=%s last=%s nulls=%d min=%s max=%s samples=%v",
-				s.Rows, s.Sorted, s.First, s.Last, s.Nulls, str(s.MinTs), str(s.MaxTs), s.Samples)
+				s.Rows, r.Sorted, r.First, r.Last, s.Nulls, str(s.MinTs), str(s.MaxTs), r.Samples)
 			want := fmt.Sprintf("rows=%d sorted=%t first=%s last=%s nulls=%d min=%s max=%s samples=%v",
 				len(tc.ts), tc.sorted, tc.first, tc.last, tc.nulls, str(tc.minTs), str(tc.maxTs), tc.samples)
 			if got != want {
@@ -188,10 +207,13 @@ func TestScanChunkFaults(t *testing.T) {
 
 // topic is a set of input chunks in the bucket with their scans and every row's key.
 type topic struct {
-	bucket *blob.Bucket
-	inputs []plan.Input
-	scans  []Scan
-	keys   []plan.Key
+	bucket  *blob.Bucket
+	refs    []ChunkRef
+	inputs  []plan.Input
+	samples [][]plan.Sample
+	scans   []Scan
+	keys    []plan.Key // every row's key, in key order
+	ids     []plan.Key // identity (chunk, row) of every row, in key order
 }
 
 func newTopic(t *testing.T, chunks [][]int64) *topic {
@@ -212,27 +234,35 @@ func newTopic(t *testing.T, chunks [][]int64) *topic {
 			t.Fatal(err)
 		}
 		tp.scans = append(tp.scans, s)
-		tp.inputs = append(tp.inputs, plan.Input{
-			ChunkID: int64(j), ObjectKey: key, Rows: s.Rows, SizeBytes: attrs.Size, FooterBytes: s.FooterBytes,
-			ArrowBytes: s.Rows << 20, // 1 MiB a row: 16-row batches, so the collector concatenates
-			Sorted:     s.Sorted, First: s.First, Last: s.Last,
-		})
-		for r, v := range ts {
-			tp.keys = append(tp.keys, k(v, j, int64(r)))
-		}
+		// 1 MiB a row: 16-row batches, so the collector concatenates
+		tp.refs = append(tp.refs, ChunkRef{ID: int64(j), Key: key, SizeBytes: attrs.Size, ArrowBytes: s.Rows << 20, Ordinal: j})
 		totals.Rows += s.Rows
 	}
+	// Every row's key (the input position of its run, its stored row index) and its identity
+	// (chunk, row) as the output rows carry it.
+	tp.inputs, tp.samples = MergeInputs(tp.refs, tp.scans)
+	for pos, in := range tp.inputs {
+		ts := chunks[in.ChunkID]
+		for r := in.FirstRow; r < in.FirstRow+in.Rows; r++ {
+			tp.keys = append(tp.keys, k(ts[r], pos, r))
+		}
+	}
 	slices.SortFunc(tp.keys, plan.Key.Compare)
+	for _, kk := range tp.keys {
+		tp.ids = append(tp.ids, tp.identity(kk))
+	}
 	return tp
+}
+
+// identity returns the key of a row as the output carries it: Input is the chunk, not the run.
+func (tp *topic) identity(kk plan.Key) plan.Key {
+	kk.Input = int(tp.inputs[kk.Input].ChunkID)
+	return kk
 }
 
 func (tp *topic) plan(t *testing.T, maxBytes int64) *plan.Plan {
 	t.Helper()
-	samples := make([][]plan.Sample, len(tp.scans))
-	for j, s := range tp.scans {
-		samples[j] = s.Samples
-	}
-	p, err := plan.Compute(tp.inputs, samples, plan.Totals{}, plan.Options{MaxChunkSizeBytes: maxBytes})
+	p, err := plan.Compute(tp.inputs, tp.samples, plan.Totals{}, plan.Options{MaxChunkSizeBytes: maxBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,6 +330,20 @@ func TestWriteOutput(t *testing.T) {
 		{100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120},
 	}
 	tp := newTopic(t, chunks)
+	// Row groups of 4 rows: chunk 0 is one sorted run of two row groups, chunk 1 has unsorted row
+	// groups (runs of their own, sorted in memory), and every run is an input of the merge.
+	if n := len(tp.scans[0].Runs); n != 1 || tp.scans[0].Runs[0].RowGroups != nil {
+		t.Fatalf("chunk 0: runs %+v, want one run of the whole chunk", tp.scans[0].Runs)
+	}
+	unsorted := 0
+	for _, r := range tp.scans[1].Runs {
+		if !r.Sorted {
+			unsorted++
+		}
+	}
+	if len(tp.scans[1].Runs) < 3 || unsorted < 2 || len(tp.inputs) < 6 {
+		t.Fatalf("chunk 1 runs %+v (%d unsorted), %d inputs: want several runs, unsorted ones among them", tp.scans[1].Runs, unsorted, len(tp.inputs))
+	}
 	// Inputs hold 8+13+13+21 = 55 rows; a budget of ~20 rows gives a few outputs.
 	var rowBytes, footer int64
 	for _, in := range tp.inputs {
@@ -337,7 +381,7 @@ func checkOutputs(t *testing.T, tp *topic, p *plan.Plan) {
 		var want []plan.Key
 		for _, kk := range tp.keys {
 			if plan.InRange(kk, o.Lo, o.Hi) {
-				want = append(want, kk)
+				want = append(want, tp.identity(kk))
 			}
 		}
 		if !slices.Equal(got, want) {
@@ -369,8 +413,8 @@ func checkOutputs(t *testing.T, tp *topic, p *plan.Plan) {
 		}
 		all = append(all, got...)
 	}
-	if !slices.Equal(all, tp.keys) {
-		t.Fatalf("outputs together hold %d rows, inputs %d", len(all), len(tp.keys))
+	if !slices.Equal(all, tp.ids) {
+		t.Fatalf("outputs together hold %d rows, inputs %d", len(all), len(tp.ids))
 	}
 }
 
@@ -440,5 +484,114 @@ func TestWriteOutputChecksWrittenFooter(t *testing.T) {
 	_, err = WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, empty, key, tp.layout(t), nil)
 	if !errors.As(err, &me) || !strings.Contains(err.Error(), "would have no rows") {
 		t.Fatalf("empty output: %v", err)
+	}
+}
+
+func TestScanRuns(t *testing.T) {
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	tests := []struct {
+		ts   []int64
+		want string
+	}{
+		// Row groups of 3 rows.
+		{[]int64{1, 2, 3, 4, 5, 6, 7}, "[nil s 0+7]"},                          // one sorted run over all row groups
+		{[]int64{1, 2, 3, 2, 5, 6, 7, 8}, "[[0] s 0+3 [1 2] s 3+5]"},           // a block starting before the last ends
+		{[]int64{1, 2, 3, 9, 5, 6, 10, 11}, "[[0] s 0+3 [1] u 3+3 [2] s 6+2]"}, // an unsorted block alone
+		{[]int64{1, 2, N, 3, 4, 5}, "[[0] s 0+3 [1] s 3+3]"},                   // a null ends a run
+		{[]int64{1, 1, 1, 1, 1, 1}, "[nil s 0+6]"},                             // ties continue a run
+	}
+	for i, tc := range tests {
+		key := store.ChunkKey(prefix, 50+i)
+		putChunkRG(t, b, key, 0, tc.ts, 3)
+		s, err := ScanChunk(ctx, b, key, 0, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range s.Runs {
+			mark := "s"
+			if !r.Sorted {
+				mark = "u"
+			}
+			rgs := "nil"
+			if r.RowGroups != nil {
+				rgs = fmt.Sprint(r.RowGroups)
+			}
+			got = append(got, fmt.Sprintf("%s %s %d+%d", rgs, mark, r.FirstRow, r.Rows))
+		}
+		if g := fmt.Sprint(got); g != tc.want {
+			t.Errorf("runs of %v: %s, want %s", tc.ts, g, tc.want)
+		}
+	}
+}
+
+func TestWriteRollup(t *testing.T) {
+	ctx := context.Background()
+	chunks := [][]int64{
+		{10, 20, 30, 40, 50, 60, 70}, // sorted, two row groups of 4: one run, two blocks
+		{45, 15, N, 25},              // unsorted block with a null
+		{30, 30, 31},                 // ties with chunk 0
+	}
+	tp := newTopic(t, chunks)
+	inputs := make([]plan.Input, len(tp.refs))
+	for j, r := range tp.refs {
+		s := tp.scans[j]
+		inputs[j] = plan.Input{ChunkID: r.ID, ObjectKey: r.Key, Rows: s.Rows, SizeBytes: r.SizeBytes,
+			FooterBytes: s.FooterBytes, ArrowBytes: r.ArrowBytes, Ordinal: j}
+	}
+	inputs[1].Unsorted = []int{0}
+	inputs[2].BlockSources = []string{"tp_older/data/00002.parquet"}
+	p, err := plan.Rollup(inputs, [][]int{{0, 1, 2}}, plan.Totals{}, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.FooterID = tp.scans[0].Footer.ID
+	key := store.ChunkKey(prefix+"R", 0)
+	res, err := WriteRollup(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], key, tp.layout(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, digest := readOutput(t, tp.bucket, key)
+	// Each input's rows in input order; each block sorted on its own.
+	want := []plan.Key{
+		k(10, 0, 0), k(20, 0, 1), k(30, 0, 2), k(40, 0, 3), k(50, 0, 4), k(60, 0, 5), k(70, 0, 6),
+		k(15, 1, 1), k(25, 1, 3), k(45, 1, 0), k(N, 1, 2),
+		k(30, 2, 0), k(30, 2, 1), k(31, 2, 2),
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rollup rows\n  %v\nwant\n  %v", got, want)
+	}
+	if res.Read != res.Written || res.Written != digest {
+		t.Fatalf("digests: read %s written %s file %s", res.Read, res.Written, digest)
+	}
+	var blocks []string
+	for i, b := range res.Blocks {
+		blocks = append(blocks, fmt.Sprintf("%d rows [%s..%s] from %s", b.Rows, str(b.MinTs), str(b.MaxTs), res.Sources[i]))
+		if b.Offset <= 0 || b.Length <= 0 {
+			t.Errorf("block %d: offset %d length %d", i, b.Offset, b.Length)
+		}
+	}
+	wantBlocks := []string{
+		"4 rows [10..40] from " + tp.refs[0].Key,
+		"3 rows [50..70] from " + tp.refs[0].Key,
+		"4 rows [15..45] from " + tp.refs[1].Key,
+		"3 rows [30..31] from tp_older/data/00002.parquet",
+	}
+	if !slices.Equal(blocks, wantBlocks) {
+		t.Fatalf("blocks\n  %v\nwant\n  %v", blocks, wantBlocks)
+	}
+	if res.Blocks[2].Nulls != 1 || res.Blocks[0].Nulls != 0 {
+		t.Errorf("null counts %d %d", res.Blocks[2].Nulls, res.Blocks[0].Nulls)
+	}
+	// A retried write gives the same bytes.
+	first, _ := tp.bucket.ReadAll(ctx, key)
+	if _, err := WriteRollup(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], key, tp.layout(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := tp.bucket.ReadAll(ctx, key)
+	if !bytes.Equal(first, second) {
+		t.Fatal("second rollup write differs")
 	}
 }

@@ -23,9 +23,10 @@ func OutputMemory(p *plan.Plan, o plan.Output) int64 {
 	for _, i := range o.Inputs {
 		in := p.Inputs[i]
 		bpr := in.ArrowBytes / max(in.Rows, 1)
-		need := min(in.SizeBytes, inMemoryObject) + 2*min(in.Rows, p.BatchRows)*bpr + min(in.SizeBytes, 4<<20)
+		obj := min(in.Object(), inMemoryObject)
+		need := obj + 2*min(in.Rows, p.BatchRows)*bpr + min(in.SizeBytes, 4<<20)
 		if !in.Sorted {
-			need = min(in.SizeBytes, inMemoryObject) + 3*in.ArrowBytes
+			need = obj + 3*in.ArrowBytes
 		}
 		widest = max(widest, need)
 	}

@@ -82,17 +82,34 @@ type Scan struct {
 	// FooterBytes is the size of the chunk's footer, bytes (per-file overhead the planner
 	// leaves out of its estimate of the rows' bytes).
 	FooterBytes int64
-	Sorted      bool
-	First       plan.Key
-	Last        plan.Key
-	Samples     []plan.Sample
 	Nulls       int64  // rows with a null timestamp
 	MinTs       *int64 // nil when every timestamp is null
 	MaxTs       *int64
+	// Runs are the chunk's sorted runs in row order: the row groups that follow each other in
+	// key order form one run (an ingested chunk, or a rollup of sorted neighbours, is one run);
+	// an unsorted row group is a run of its own, sorted in memory when it is read. A merge reads
+	// each run as an input of its own, so a rollup chunk of many blocks is never sorted whole.
+	Runs []Run
 }
 
-// ScanChunk reads the footer and the timestamp_ns column of the chunk at key (input position
-// input) and returns its facts with one sample every step rows (step >= 1) of its sorted order.
+// Run is one sorted run of a chunk: consecutive row groups whose rows are in key order.
+type Run struct {
+	// RowGroups are the run's row groups; nil when the run is the whole chunk.
+	RowGroups []int
+	FirstRow  int64 // stored index of the run's first row in the chunk
+	Rows      int64
+	// Sorted is false for a single row group whose rows are not stored in key order.
+	Sorted      bool
+	First, Last plan.Key
+	// Samples cover the run's rows in key order (plan.Sample).
+	Samples []plan.Sample
+	// MinTs and MaxTs are the run's smallest and largest non-null timestamps (nil: none).
+	MinTs, MaxTs *int64
+}
+
+// ScanChunk reads the footer and the timestamp_ns column of the chunk at key and returns its facts
+// with its sorted runs, each with one sample every step rows (step >= 1) of its sorted order; the
+// keys carry input as their input position (the caller renumbers runs as it places them).
 func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step int64, mem memory.Allocator) (Scan, error) {
 	c, err := openChunk(ctx, b, key, mem)
 	if err != nil {
@@ -105,39 +122,76 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 	}
 	defer ts.Release()
 	s := Scan{Footer: c.Footer, Rows: c.NumRows, FooterBytes: c.FooterBytes}
-	order := sortedOrder(ts)
-	s.Sorted = order == nil
 	s.Nulls = int64(ts.NullN())
-	n := int64(ts.Len())
-	if n == 0 {
+	if ts.Len() == 0 {
 		return s, nil
 	}
+	var start int64
+	for rg := range c.NumRowGroups() {
+		n := c.RowGroupRows(rg)
+		if n == 0 {
+			continue
+		}
+		r := scanRun(ts, start, start+n, input, max(step, 1))
+		r.RowGroups = []int{rg}
+		if k := len(s.Runs) - 1; k >= 0 && s.Runs[k].Sorted && r.Sorted && s.Runs[k].Last.Compare(r.First) < 0 {
+			prev := &s.Runs[k]
+			prev.RowGroups = append(prev.RowGroups, rg)
+			prev.Rows += r.Rows
+			prev.Last = r.Last
+			prev.Samples = append(prev.Samples, r.Samples...)
+			if prev.MinTs == nil {
+				prev.MinTs = r.MinTs
+			}
+			if r.MaxTs != nil {
+				prev.MaxTs = r.MaxTs
+			}
+		} else {
+			s.Runs = append(s.Runs, r)
+		}
+		start += n
+	}
+	if len(s.Runs) == 1 && len(s.Runs[0].RowGroups) == c.NumRowGroups() {
+		s.Runs[0].RowGroups = nil // the whole chunk
+	}
+	for _, r := range s.Runs {
+		if r.MinTs != nil && (s.MinTs == nil || *r.MinTs < *s.MinTs) {
+			s.MinTs = r.MinTs
+		}
+		if r.MaxTs != nil && (s.MaxTs == nil || *r.MaxTs > *s.MaxTs) {
+			s.MaxTs = r.MaxTs
+		}
+	}
+	return s, nil
+}
+
+// scanRun returns the facts of rows [from, to) of ts as one run.
+func scanRun(ts *array.Int64, from, to int64, input int, step int64) Run {
+	part := array.NewSlice(ts, from, to).(*array.Int64)
+	defer part.Release()
+	order := sortedOrder(part)
+	r := Run{FirstRow: from, Rows: to - from, Sorted: order == nil}
 	keyAt := func(pos int64) plan.Key {
 		row := pos
 		if order != nil {
 			row = order[pos]
 		}
-		if ts.IsNull(int(row)) {
-			return plan.Key{Null: true, Input: input, Row: row}
+		if part.IsNull(int(row)) {
+			return plan.Key{Null: true, Input: input, Row: from + row}
 		}
-		return plan.Key{Ts: ts.Value(int(row)), Input: input, Row: row}
+		return plan.Key{Ts: part.Value(int(row)), Input: input, Row: from + row}
 	}
-	s.First, s.Last = keyAt(0), keyAt(n-1)
-	if !s.First.Null {
-		lo := s.First.Ts
-		s.MinTs = &lo
-		hi := s.Last.Ts
-		if s.Last.Null {
-			hi = keyAt(n - 1 - s.Nulls).Ts
-		}
-		s.MaxTs = &hi
+	n := r.Rows
+	r.First, r.Last = keyAt(0), keyAt(n-1)
+	if valued := n - int64(part.NullN()); valued > 0 {
+		lo, hi := r.First.Ts, keyAt(valued-1).Ts
+		r.MinTs, r.MaxTs = &lo, &hi
 	}
-	step = max(step, 1)
-	s.Samples = make([]plan.Sample, 0, (n+step-1)/step)
+	r.Samples = make([]plan.Sample, 0, (n+step-1)/step)
 	for pos := int64(0); pos < n; pos += step {
-		s.Samples = append(s.Samples, plan.Sample{Key: keyAt(pos), Rows: min(step, n-pos)})
+		r.Samples = append(r.Samples, plan.Sample{Key: keyAt(pos), Rows: min(step, n-pos)})
 	}
-	return s, nil
+	return r
 }
 
 // sortedOrder returns nil when ts is already in key order (non-null values non-decreasing, nulls
@@ -183,4 +237,54 @@ func sortedOrder(ts *array.Int64) []int64 {
 		return 0
 	})
 	return order
+}
+
+// ChunkRef is what MergeInputs needs to know of a chunk from the catalog.
+type ChunkRef struct {
+	ID         int64
+	Key        string
+	SizeBytes  int64 // object size
+	ArrowBytes int64 // uncompressed Arrow bytes of all rows
+	Ordinal    int
+}
+
+// MergeInputs returns the inputs of a merge plan over the scanned chunks (chunks[i] scanned as
+// scans[i], in catalog order) and their samples: every sorted run of every chunk is an input of
+// its own, at positions in catalog order then run order, which keeps the tie-break of rows with
+// equal timestamps (catalog order, then stored row index). A run's bytes are its share of the
+// chunk's by rows (plus the footer, which the planner leaves out again); a chunk without rows is
+// one input without rows.
+func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample) {
+	var inputs []plan.Input
+	var samples [][]plan.Sample
+	for i, c := range chunks {
+		s := scans[i]
+		if len(s.Runs) == 0 {
+			inputs = append(inputs, plan.Input{ChunkID: c.ID, ObjectKey: c.Key, SizeBytes: c.SizeBytes,
+				FooterBytes: s.FooterBytes, ArrowBytes: c.ArrowBytes, Sorted: true, Ordinal: c.Ordinal})
+			samples = append(samples, nil)
+			continue
+		}
+		data := c.SizeBytes - s.FooterBytes
+		for _, r := range s.Runs {
+			pos := len(inputs)
+			in := plan.Input{ChunkID: c.ID, ObjectKey: c.Key, Rows: r.Rows, FooterBytes: s.FooterBytes,
+				SizeBytes: c.SizeBytes, ArrowBytes: c.ArrowBytes,
+				Sorted: r.Sorted, First: r.First, Last: r.Last, Ordinal: c.Ordinal,
+				RowGroups: r.RowGroups, FirstRow: r.FirstRow}
+			in.First.Input, in.Last.Input = pos, pos
+			if len(s.Runs) > 1 {
+				in.SizeBytes = data*r.Rows/max(s.Rows, 1) + s.FooterBytes
+				in.ArrowBytes = c.ArrowBytes * r.Rows / max(s.Rows, 1)
+				in.ObjectBytes = c.SizeBytes
+			}
+			runSamples := slices.Clone(r.Samples)
+			for k := range runSamples {
+				runSamples[k].Key.Input = pos
+			}
+			inputs = append(inputs, in)
+			samples = append(samples, runSamples)
+		}
+	}
+	return inputs, samples
 }

@@ -24,6 +24,7 @@ type chunkSource struct {
 	tsField int
 	mem     memory.Allocator
 	next    int64 // stored row index of the next batch's first row
+	first   int64 // stored row index of the run's first row
 	cur     merge.Batch
 	owned   arrow.RecordBatch // a batch this source built and must release
 	done    bool
@@ -33,6 +34,19 @@ type chunkSource struct {
 // key order; footer is the topic's footer, which the chunk must still match (per-file values
 // aside, parquetio.PerFileDifferences).
 func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, footer *parquetio.Footer, batchRows int64, mem memory.Allocator) (merge.Source, error) {
+	return OpenRun(ctx, b, key, RunSpec{Sorted: sorted}, footer, batchRows, mem)
+}
+
+// RunSpec names a sorted run of a chunk (see Run): its row groups (nil = the whole chunk), the
+// stored index of its first row, and whether its rows are stored in key order.
+type RunSpec struct {
+	RowGroups []int
+	FirstRow  int64
+	Sorted    bool
+}
+
+// OpenRun opens one run of the chunk at key as a merge.Source (OpenSource for a run).
+func OpenRun(ctx context.Context, b *blob.Bucket, key string, run RunSpec, footer *parquetio.Footer, batchRows int64, mem memory.Allocator) (merge.Source, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -44,12 +58,13 @@ func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, fo
 		c.Close()
 		return nil, &ChunkError{Key: key, Err: fmt.Errorf("footer changed since planning: %s", drift)}
 	}
-	br, err := c.Batches(ctx, batchRows)
+	br, err := c.BatchesOf(ctx, batchRows, run.RowGroups)
 	if err != nil {
 		c.Close()
 		return nil, &ChunkError{Key: key, Err: err}
 	}
-	return &chunkSource{key: key, chunk: c, br: br, sorted: sorted, tsField: c.TimestampField, mem: mem}, nil
+	return &chunkSource{key: key, chunk: c, br: br, sorted: run.Sorted, tsField: c.TimestampField, mem: mem,
+		next: run.FirstRow, first: run.FirstRow}, nil
 }
 
 func (s *chunkSource) Next(ctx context.Context) (*merge.Batch, error) {
@@ -76,57 +91,76 @@ func (s *chunkSource) Next(ctx context.Context) (*merge.Batch, error) {
 
 // sortWhole reads every batch, concatenates them and takes the rows in key order.
 func (s *chunkSource) sortWhole(ctx context.Context) (*merge.Batch, error) {
+	rec, order, err := sortedRecord(ctx, s.key, s.chunk.Schema, s.br, s.tsField, s.mem)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	s.owned = rec
+	if order == nil { // sorted after all (the scan saw another file?): stored order
+		s.cur = merge.Batch{Rec: rec, Ts: rec.Column(s.tsField).(*array.Int64), FirstRow: s.first}
+		return &s.cur, nil
+	}
+	rows := order
+	if s.first != 0 {
+		rows = make([]int64, len(order))
+		for i, r := range order {
+			rows[i] = s.first + r
+		}
+	}
+	s.cur = merge.Batch{Rec: rec, Ts: rec.Column(s.tsField).(*array.Int64), Rows: rows}
+	return &s.cur, nil
+}
+
+// sortedRecord reads every batch of br into one record batch with its rows in key order (stable:
+// ties keep their stored order). order gives each row's index in br's stored order, nil when the
+// rows were stored in key order already. rec is nil when br has no rows; the caller releases it.
+func sortedRecord(ctx context.Context, key string, schema *arrow.Schema, br *parquetio.BatchReader, tsField int, mem memory.Allocator) (rec arrow.RecordBatch, order []int64, err error) {
 	var recs []arrow.RecordBatch
 	defer func() {
 		for _, r := range recs {
 			r.Release()
 		}
 	}()
-	for rec := s.br.Next(); rec != nil; rec = s.br.Next() {
-		rec.Retain()
-		recs = append(recs, rec)
+	for r := br.Next(); r != nil; r = br.Next() {
+		r.Retain()
+		recs = append(recs, r)
 	}
-	if err := s.br.Err(); err != nil {
-		return nil, &ChunkError{Key: s.key, Err: err}
+	if err := br.Err(); err != nil {
+		return nil, nil, &ChunkError{Key: key, Err: err}
 	}
 	if len(recs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	whole, err := concatRecords(s.chunk.Schema, recs, s.mem)
+	whole, err := concatRecords(schema, recs, mem)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", s.key, err)
+		return nil, nil, fmt.Errorf("chunk %s: %w", key, err)
+	}
+	order = sortedOrder(whole.Column(tsField).(*array.Int64))
+	if order == nil {
+		return whole, nil, nil
 	}
 	defer whole.Release()
-	order := sortedOrder(whole.Column(s.tsField).(*array.Int64))
-	if order == nil { // sorted after all (the scan saw another file?): keep stored order
-		whole.Retain()
-		s.owned = whole
-		s.cur = merge.Batch{Rec: whole, Ts: whole.Column(s.tsField).(*array.Int64)}
-		return &s.cur, nil
-	}
-	idxB := array.NewInt64Builder(s.mem)
+	idxB := array.NewInt64Builder(mem)
 	idxB.AppendValues(order, nil)
 	idx := idxB.NewInt64Array()
 	idxB.Release()
 	defer idx.Release()
 	cols := make([]arrow.Array, whole.NumCols())
 	for i, col := range whole.Columns() {
-		taken, err := compute.TakeArray(compute.WithAllocator(ctx, s.mem), col, idx)
+		taken, err := compute.TakeArray(compute.WithAllocator(ctx, mem), col, idx)
 		if err != nil {
 			for _, c := range cols[:i] {
 				c.Release()
 			}
-			return nil, fmt.Errorf("chunk %s: sort rows: %w", s.key, err)
+			return nil, nil, fmt.Errorf("chunk %s: sort rows: %w", key, err)
 		}
 		cols[i] = taken
 	}
-	sorted := array.NewRecordBatch(s.chunk.Schema, cols, whole.NumRows())
+	sorted := array.NewRecordBatch(schema, cols, whole.NumRows())
 	for _, c := range cols {
 		c.Release()
 	}
-	s.owned = sorted
-	s.cur = merge.Batch{Rec: sorted, Ts: sorted.Column(s.tsField).(*array.Int64), Rows: order}
-	return &s.cur, nil
+	return sorted, order, nil
 }
 
 func (s *chunkSource) releaseOwned() {

@@ -33,6 +33,10 @@ type OutputResult struct {
 	Taken verify.Taken
 	// Footer identifies the footer read back from the written chunk (parquetio.Footer.Digest).
 	Footer []byte
+	// Blocks is the written chunk's block index, read back from its footer; Sources names, for a
+	// rollup output, the source chunk of each block (nil for merge outputs).
+	Blocks  []parquetio.Block
+	Sources []string
 }
 
 // Inputs resolves plan inputs to object keys for WriteOutput.
@@ -40,26 +44,183 @@ type Inputs struct {
 	Bucket *blob.Bucket
 	Plan   *plan.Plan
 	Mem    memory.Allocator
-	footer *parquetio.Footer // the topic's, set by WriteOutput from its layout
+	footer *parquetio.Footer // the topic's, set by WriteOutput and WriteRollup from their layout
 }
 
 func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 	pi := in.Plan.Inputs[i]
-	return OpenSource(ctx, in.Bucket, pi.ObjectKey, pi.Sorted, in.footer, in.Plan.BatchRows, in.Mem)
+	return OpenRun(ctx, in.Bucket, pi.ObjectKey, RunSpec{RowGroups: pi.RowGroups, FirstRow: pi.FirstRow, Sorted: pi.Sorted},
+		in.footer, in.Plan.BatchRows, in.Mem)
 }
 
-// WriteOutput writes output chunk o of the plan to key in the bucket: the merge of its inputs
-// restricted to o's key range, in record batches of exactly plan.BatchRows rows (the last one
-// shorter) and row groups of plan.RowGroupRows rows, so that the same inputs always give the
+// WriteOutput writes output chunk o of a merge plan to key in the bucket: the merge of its
+// inputs restricted to o's key range, in record batches of exactly plan.BatchRows rows (the last
+// one shorter) and row groups of plan.RowGroupRows rows, so that the same inputs always give the
 // same bytes. Reading and merging run in one goroutine, encoding in another. The object is
 // overwritten if it exists; on error the upload is aborted. The chunk is written in layout (the
 // Parquet schema and footer pairs of the topic's chunks, parquetio.Layout); after closing, its
-// footer is read back and must equal the layout's (verify.MismatchError otherwise), and its
-// digest is returned for the commit's verification. An output without rows is an error.
+// footer is read back and must equal the layout's (verify.MismatchError otherwise), its digest is
+// returned for the commit's verification and its row groups are the chunk's blocks. An output
+// without rows is an error.
 func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
+	in.footer = layout.Footer
+	return writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
+		col := newCollector(layout.Schema, in.Plan.BatchRows, in.Plan.ArrowBytesPerRow, out.mem, out.send)
+		defer col.release()
+		r := merge.Range{Lo: o.Lo, Hi: o.Hi, Inputs: o.Inputs}
+		for _, i := range o.Inputs {
+			r.First = append(r.First, in.Plan.Inputs[i].First)
+			r.ChunkIDs = append(r.ChunkIDs, in.Plan.Inputs[i].ChunkID)
+		}
+		if err := merge.Merge(ctx, r, in.open, col.add, &out.res.Read, out.res.Taken); err != nil {
+			return err
+		}
+		return col.flush()
+	})
+}
+
+// WriteRollup writes output chunk o of a concatenate plan (tiered compaction, Qbeast rollup) to
+// key: the rows of each of o's inputs in input order, each row group of each input a block of its
+// own (its rows sorted when they are not stored in key order), so every block keeps the range of
+// the small write it came from. Deterministic, checked and read back like WriteOutput; the
+// result's Sources name each block's source chunk.
+func WriteRollup(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
+	in.footer = layout.Footer
+	return writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
+		var h verify.Hasher
+		for _, i := range o.Inputs {
+			pi := in.Plan.Inputs[i]
+			taken := verify.NewChunkPositions(pi.ChunkID)
+			err := readBlocks(ctx, in, pi, out.mem, &taken, func(rec arrow.RecordBatch) error {
+				h.AddRows(&out.res.Read, rec, 0, rec.NumRows())
+				rec.Retain()
+				return out.send(rec)
+			}, out.endBlock)
+			if err != nil {
+				return err
+			}
+			out.res.Taken.Add(taken)
+		}
+		return nil
+	})
+}
+
+// readBlocks reads the row groups of input pi one after the other, handing each one's rows in key
+// order to emit (valid during the call) and then calling endBlock with the block's source chunk;
+// the stored positions of the rows emitted go to taken.
+func readBlocks(ctx context.Context, in Inputs, pi plan.Input, mem memory.Allocator, taken *verify.ChunkPositions,
+	emit func(arrow.RecordBatch) error, endBlock func(source string) error) error {
+	c, err := openChunk(ctx, in.Bucket, pi.ObjectKey, mem)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, drift := parquetio.PerFileDifferences(in.footer, c.Footer); drift != "" {
+		return &ChunkError{Key: pi.ObjectKey, Err: fmt.Errorf("footer changed since planning: %s", drift)}
+	}
+	unsorted := map[int]bool{}
+	for _, rg := range pi.Unsorted {
+		unsorted[rg] = true
+	}
+	var first int64 // stored index of the row group's first row
+	for rg := range c.NumRowGroups() {
+		n := c.RowGroupRows(rg)
+		if n == 0 {
+			continue
+		}
+		src := pi.ObjectKey
+		if rg < len(pi.BlockSources) && pi.BlockSources[rg] != "" {
+			src = pi.BlockSources[rg]
+		}
+		err := func() error {
+			br, err := c.BatchesOf(ctx, in.Plan.BatchRows, []int{rg})
+			if err != nil {
+				return &ChunkError{Key: pi.ObjectKey, Err: err}
+			}
+			defer br.Release()
+			if unsorted[rg] {
+				rec, order, err := sortedRecord(ctx, pi.ObjectKey, c.Schema, br, c.TimestampField, mem)
+				if err != nil || rec == nil {
+					return err
+				}
+				defer rec.Release()
+				if order == nil {
+					taken.AddRange(first, rec.NumRows())
+				} else {
+					rows := make([]int64, len(order))
+					for i, r := range order {
+						rows[i] = first + r
+					}
+					taken.AddRows(rows)
+				}
+				return emit(rec)
+			}
+			next := first
+			for rec := br.Next(); rec != nil; rec = br.Next() {
+				taken.AddRange(next, rec.NumRows())
+				next += rec.NumRows()
+				if err := emit(rec); err != nil {
+					return err
+				}
+			}
+			if err := br.Err(); err != nil {
+				return &ChunkError{Key: pi.ObjectKey, Err: err}
+			}
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+		first += n
+		if err := endBlock(src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sink is where a producer of writeChunk hands its rows: batches go to the encoder goroutine in
+// order, and block boundaries with them.
+type sink struct {
+	ctx context.Context
+	ch  chan<- outItem
+	mem memory.Allocator
+	res *OutputResult
+}
+
+// outItem is one batch for the encoder, or (rec nil) the end of a block and its source.
+type outItem struct {
+	rec    arrow.RecordBatch
+	source string
+}
+
+// send hands rec (owned: released by the encoder) to the encoder.
+func (s *sink) send(rec arrow.RecordBatch) error {
+	select {
+	case s.ch <- outItem{rec: rec}:
+		return nil
+	case <-s.ctx.Done():
+		rec.Release()
+		return s.ctx.Err()
+	}
+}
+
+// endBlock ends the block being written; source is the chunk its rows came from.
+func (s *sink) endBlock(source string) error {
+	select {
+	case s.ch <- outItem{source: source}:
+		return nil
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+}
+
+// writeChunk writes one output chunk from the rows produce hands to its sink: produce runs in one
+// goroutine, the encoder in another. See WriteOutput.
+func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.Layout, progress func(rows int64),
+	produce func(ctx context.Context, out *sink) error) (OutputResult, error) {
 	res := OutputResult{Key: key, Taken: verify.Taken{}}
 	schema := layout.Schema
-	in.footer = layout.Footer
 	mem := in.Mem
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -82,17 +243,27 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 		return res, err
 	}
 
-	batches := make(chan arrow.RecordBatch, 2)
+	items := make(chan outItem, 2)
+	var sources []string
 	g, gctx := errgroup.WithContext(uctx)
 	panics.Go(g, "encoder of "+key, func() error {
 		var h verify.Hasher
 		tsField := schema.FieldIndices(parquetio.TimestampColumn)[0]
-		for rec := range batches {
+		for item := range items {
+			if item.rec == nil { // end of a block
+				if err := pw.EndRowGroup(); err != nil {
+					return err
+				}
+				for len(sources) < pw.RowGroups() {
+					sources = append(sources, item.source)
+				}
+				continue
+			}
 			if err := faults.Hit(gctx, faults.WriteChunksEncode); err != nil {
-				rec.Release()
+				item.rec.Release()
 				return err
 			}
-			rec = corruptBatch(rec, tsField, mem)
+			rec := corruptBatch(item.rec, tsField, mem)
 			stats.Add(rec)
 			h.AddRows(&res.Written, rec, 0, rec.NumRows())
 			err := pw.Write(rec)
@@ -107,35 +278,19 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 		return stats.Err()
 	})
 	panics.Go(g, "reader and merger of "+key, func() error {
-		defer close(batches)
+		defer close(items)
 		if err := faults.Hit(gctx, faults.WriteChunksMerge); err != nil {
 			return err
 		}
-		col := newCollector(schema, in.Plan.BatchRows, in.Plan.ArrowBytesPerRow, mem, func(rec arrow.RecordBatch) error {
-			select {
-			case batches <- rec:
-				return nil
-			case <-gctx.Done():
-				rec.Release()
-				return gctx.Err()
-			}
-		})
-		defer col.release()
-		r := merge.Range{Lo: o.Lo, Hi: o.Hi, Inputs: o.Inputs}
-		for _, i := range o.Inputs {
-			r.First = append(r.First, in.Plan.Inputs[i].First)
-			r.ChunkIDs = append(r.ChunkIDs, in.Plan.Inputs[i].ChunkID)
-		}
-		if err := merge.Merge(gctx, r, in.open, col.add, &res.Read, res.Taken); err != nil {
-			return err
-		}
-		return col.flush()
+		return produce(gctx, &sink{ctx: gctx, ch: items, mem: mem, res: &res})
 	})
 	if err := g.Wait(); err != nil {
 		// The encoder stopped early (or panicked): release what the reader left in the
 		// channel (closed by then: the reader stops at its next send once gctx is cancelled).
-		for rest := range batches {
-			rest.Release()
+		for rest := range items {
+			if rest.rec != nil {
+				rest.rec.Release()
+			}
 		}
 		abort()
 		pw.Discard()
@@ -155,37 +310,49 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 	}
 	res.SizeBytes = cw.n
 	res.Stats = stats.Result()
-	footer, err := checkWrittenFooter(ctx, in.Bucket, key, layout.Footer, res.Stats.RowCount, mem)
+	footer, blocks, err := checkWrittenFooter(ctx, in.Bucket, key, layout.Footer, res.Stats.RowCount, mem)
 	if err != nil {
 		return res, err
 	}
-	res.Footer = footer.Digest()
+	res.Footer, res.Blocks = footer.Digest(), blocks
+	if sources != nil {
+		if len(sources) != len(res.Blocks) {
+			return res, &verify.MismatchError{What: fmt.Sprintf("written chunk %s has %d row groups, %d blocks written",
+				key, len(res.Blocks), len(sources))}
+		}
+		res.Sources = sources
+	}
 	return res, nil
 }
 
 // checkWrittenFooter reads the footer of the written chunk back and checks it against the
 // topic's (Parquet schema elements and key/value pairs, verbatim), and that the chunk holds rows
-// rows in row groups that are none of them empty. It returns the footer read back.
-func checkWrittenFooter(ctx context.Context, b *blob.Bucket, key string, want *parquetio.Footer, rows int64, mem memory.Allocator) (*parquetio.Footer, error) {
+// rows in row groups that are none of them empty. It returns the footer read back and the chunk's
+// block index (its row groups).
+func checkWrittenFooter(ctx context.Context, b *blob.Bucket, key string, want *parquetio.Footer, rows int64, mem memory.Allocator) (*parquetio.Footer, []parquetio.Block, error) {
 	obj, err := store.OpenFooter(ctx, b, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := parquetio.Open(obj, mem)
 	if err != nil {
-		return nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, err)}
+		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, err)}
 	}
 	defer c.Close()
 	if d := parquetio.FirstFooterDifference(want, c.Footer); d != "" {
-		return nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: footer differs from the inputs': %s", key, d)}
+		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: footer differs from the inputs': %s", key, d)}
 	}
 	if c.NumRows != rows || rows == 0 {
-		return nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s holds %d rows, %d written", key, c.NumRows, rows)}
+		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s holds %d rows, %d written", key, c.NumRows, rows)}
 	}
 	if g := c.EmptyRowGroup(); g >= 0 {
-		return nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: row group %d is empty", key, g)}
+		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: row group %d is empty", key, g)}
 	}
-	return c.Footer, nil
+	blocks, err := c.Blocks()
+	if err != nil {
+		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: block index: %v", key, err)}
+	}
+	return c.Footer, blocks, nil
 }
 
 type countingWriter struct {

@@ -222,6 +222,9 @@ func (c *Chunk) EmptyRowGroup() int {
 // NumRowGroups returns the number of row groups.
 func (c *Chunk) NumRowGroups() int { return c.pf.NumRowGroups() }
 
+// RowGroupRows returns the number of rows of row group i.
+func (c *Chunk) RowGroupRows(i int) int64 { return c.pf.MetaData().RowGroup(i).NumRows() }
+
 // Timestamps reads the timestamp_ns column of the whole chunk. The array has NumRows entries;
 // the caller releases it. Errors caused by the content are *InputError.
 func (c *Chunk) Timestamps(ctx context.Context) (ts *array.Int64, err error) {
@@ -271,12 +274,27 @@ type BatchReader struct {
 // batch, and a merge passes slices of those buffers on to the output's row group, so an
 // oversized buffer would stay alive with them.
 func (c *Chunk) Batches(ctx context.Context, batchRows int64) (br *BatchReader, err error) {
+	return c.BatchesOf(ctx, batchRows, nil)
+}
+
+// BatchesOf is Batches restricted to the given row groups, in that order (nil = all).
+func (c *Chunk) BatchesOf(ctx context.Context, batchRows int64, rowGroups []int) (br *BatchReader, err error) {
 	defer guard(&err, "read rows")
-	c.fr.Props.BatchSize = max(min(batchRows, c.fr.ParquetReader().NumRows()), 1)
+	rows := c.fr.ParquetReader().NumRows()
+	if rowGroups != nil {
+		rows = 0
+		for _, rg := range rowGroups {
+			if rg < 0 || rg >= c.pf.NumRowGroups() {
+				return nil, inputErrorf("read rows: no row group %d (the chunk has %d)", rg, c.pf.NumRowGroups())
+			}
+			rows += c.pf.MetaData().RowGroup(rg).NumRows()
+		}
+	}
+	c.fr.Props.BatchSize = max(min(batchRows, rows), 1)
 	// Size binary data buffers from the column chunk metadata once instead of growing them by
 	// doubling (camera payloads: each doubling copies megabytes).
 	c.fr.Props.PreAllocBinaryData = true
-	rr, err := c.fr.GetRecordReader(ctx, nil, nil)
+	rr, err := c.fr.GetRecordReader(ctx, nil, rowGroups)
 	if err != nil {
 		return nil, &InputError{Err: fmt.Errorf("read rows: %w", err)}
 	}

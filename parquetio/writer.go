@@ -301,8 +301,22 @@ func (w *Writer) releasePending() {
 // Rows returns the number of rows written so far.
 func (w *Writer) Rows() int64 { return w.rows }
 
-// RowGroups returns the number of row groups written so far.
+// RowGroups returns the number of row groups written so far (not counting the one being
+// gathered).
 func (w *Writer) RowGroups() int { return w.groups }
+
+// EndRowGroup ends the row group being gathered now, if it has rows, so that the rows written
+// next start a new one (a block boundary of a rollup output). The same sequence of writes and
+// boundaries always gives the same file.
+func (w *Writer) EndRowGroup() error {
+	if w.inGroup == 0 {
+		return nil
+	}
+	if err := w.flushRowGroup(); err != nil {
+		return fmt.Errorf("write chunk: %w", err)
+	}
+	return nil
+}
 
 // Close writes the last row group and the footer. It does not close the underlying io.Writer.
 // A chunk without rows is refused (ErrNoRows): no output chunk is ever empty.

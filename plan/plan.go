@@ -5,11 +5,18 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/storeopt/storeopt/policy"
 )
 
-// Version is the plan format version stored with every plan (2: the topic's schema identity is
-// its footer, FooterID, instead of the raw ARROW:schema entry).
-const Version = 2
+// Version is the plan format version stored with every plan. 2: the topic's schema identity is
+// its footer (FooterID) instead of the raw ARROW:schema entry; 3: policies (Policy, Kind, target
+// ordinals, the placement of leveled outputs). A version 2 plan is a full merge and is still read
+// (MinVersion).
+const Version = 3
+
+// MinVersion is the oldest plan format this code reads.
+const MinVersion = 2
 
 // DefaultMaxChunkSizeBytes is the default soft limit of one output chunk (mosaicod's default).
 const DefaultMaxChunkSizeBytes = 256_000_000
@@ -29,6 +36,43 @@ type Input struct {
 	// First and Last are the smallest and largest keys of the chunk (meaningless when Rows = 0).
 	First Key `json:"first"`
 	Last  Key `json:"last"`
+	// Ordinal is the chunk's ordinal in the topic (catalog order within its level).
+	Ordinal int `json:"ordinal,omitempty"`
+	// RowGroups and FirstRow name the input's part of the chunk when the chunk has several sorted
+	// runs (each run is an input of its own, its SizeBytes and ArrowBytes its share of the
+	// chunk's): the run's row groups and the stored index of its first row. RowGroups nil: the
+	// whole chunk.
+	RowGroups []int `json:"row_groups,omitempty"`
+	FirstRow  int64 `json:"first_row,omitempty"`
+	// ObjectBytes is the chunk's object size when the input is a run of it (0: SizeBytes).
+	ObjectBytes int64 `json:"object_bytes,omitempty"`
+	// Unsorted (rollup inputs) lists the row groups whose rows are not stored in key order;
+	// BlockSources the source chunk of each row group when the chunk is itself a rollup (nil:
+	// the chunk is the source of all its row groups).
+	Unsorted     []int    `json:"unsorted,omitempty"`
+	BlockSources []string `json:"block_sources,omitempty"`
+}
+
+// InputBytes returns the object bytes of the chunks the plan reads (each chunk once, also when
+// several of its runs are inputs).
+func (p *Plan) InputBytes() int64 {
+	var n int64
+	seen := map[string]bool{}
+	for _, in := range p.Inputs {
+		if !seen[in.ObjectKey] {
+			seen[in.ObjectKey] = true
+			n += in.Object()
+		}
+	}
+	return n
+}
+
+// Object returns the size of the input's whole object, bytes.
+func (in Input) Object() int64 {
+	if in.ObjectBytes > 0 {
+		return in.ObjectBytes
+	}
+	return in.SizeBytes
 }
 
 // Sample stands for Rows consecutive rows of one input, in that input's sorted order, the first
@@ -51,6 +95,9 @@ type Output struct {
 	// MaxOpen is the largest number of this output's inputs whose key ranges overlap at one
 	// point: the most inputs the merge holds open at once.
 	MaxOpen int `json:"max_open"`
+	// TargetOrdinal is the ordinal the output takes in the topic at commit (in the sorted run for
+	// merge plans, the first input's for concatenate plans); version 2 plans: Ordinal.
+	TargetOrdinal int `json:"target_ordinal,omitempty"`
 }
 
 // Totals are the facts of all input rows that verification checks the output against.
@@ -63,7 +110,14 @@ type Totals struct {
 
 // Plan is the description of an optimization's output (DESIGN.md vocabulary).
 type Plan struct {
-	Version           int   `json:"version"`
+	Version int `json:"version"`
+	// Policy is the policy the plan applies ("" in version 2 plans: full) and Kind how outputs
+	// are made ("" = merge).
+	Policy policy.Policy `json:"policy,omitempty"`
+	Kind   Kind          `json:"kind,omitempty"`
+	// Placement of a merge plan's outputs in the topic's sorted run (see Selection).
+	Placement Placement `json:"placement"`
+
 	MaxChunkSizeBytes int64 `json:"max_chunk_size_bytes"`
 	// FooterID identifies the footer every input shares and every output must repeat:
 	// parquetio.Footer.ID (Parquet schema elements and key/value pairs, ARROW:schema included).
@@ -75,6 +129,62 @@ type Plan struct {
 	RowGroupRows     int64    `json:"row_group_rows"`
 	ArrowBytesPerRow int64    `json:"arrow_bytes_per_row"` // average over the inputs
 	Totals           Totals   `json:"totals"`
+}
+
+// Placement says where a merge plan's outputs go in the topic's sorted run and what bounds them:
+// the outputs take L1 ordinals From, From+1…; the kept L1 chunks from ordinal ShiftFrom on move by
+// ShiftBy (ShiftBy 0: none move). Before/After and the flags are Selection's bounds, checked at
+// commit.
+type Placement struct {
+	From            int    `json:"from"`
+	ShiftFrom       int    `json:"shift_from"`
+	ShiftBy         int    `json:"shift_by"`
+	Before          *int64 `json:"before,omitempty"`
+	After           *int64 `json:"after,omitempty"`
+	AfterRows       bool   `json:"after_rows,omitempty"`
+	AfterHasNonNull bool   `json:"after_has_non_null,omitempty"`
+}
+
+// EffectivePolicy is the plan's policy, full for version 2 plans.
+func (p *Plan) EffectivePolicy() policy.Policy {
+	if p.Policy == "" {
+		return policy.Full
+	}
+	return p.Policy
+}
+
+// EffectiveKind is the plan's kind, merge for version 2 plans.
+func (p *Plan) EffectiveKind() Kind {
+	if p.Kind == "" {
+		return KindMerge
+	}
+	return p.Kind
+}
+
+// Target returns the ordinal output o takes in the topic.
+func (p *Plan) Target(o Output) int {
+	if p.Version < 3 {
+		return o.Ordinal
+	}
+	return o.TargetOrdinal
+}
+
+// Place sets the plan's policy and placement from the selection it was computed for: outputs of
+// a merge take L1 ordinals from s.L1From on, and the kept chunks after them move behind them.
+func (p *Plan) Place(s Selection) {
+	p.Policy, p.Kind = s.Policy, s.Kind
+	if s.Kind != KindMerge {
+		return
+	}
+	p.Placement = Placement{From: s.L1From, Before: s.Before, After: s.After,
+		AfterRows: s.AfterRows, AfterHasNonNull: s.AfterHasNonNull}
+	for i := range p.Outputs {
+		p.Outputs[i].TargetOrdinal = s.L1From + i
+	}
+	if s.L1FirstKept >= 0 {
+		p.Placement.ShiftFrom = s.L1FirstKept
+		p.Placement.ShiftBy = s.L1From + len(p.Outputs) - s.L1FirstKept
+	}
 }
 
 // MaxGroups bounds the number of WriteChunks activities of one optimization when the group size
@@ -94,7 +204,7 @@ type Options struct {
 	MemoryBudgetBytes int64
 }
 
-// ErrNoRows is returned by Compute when no input has a row.
+// ErrNoRows is returned by Compute and Rollup when no input has a row.
 var ErrNoRows = errors.New("topic has no rows")
 
 // Compute cuts the global row order into output chunks of at most about MaxChunkSizeBytes,
@@ -136,6 +246,38 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 	}
 	slices.SortFunc(all, func(a, b weighted) int { return a.Key.Compare(b.Key) })
 
+	p := newPlan(inputs, totals, opts)
+	p.Policy, p.Kind = policy.Full, KindMerge
+	// Room for the output's own footer: about the largest input footer (same schema).
+	budget := max(opts.MaxChunkSizeBytes-footer, 1)
+	cur := Output{}
+	for _, s := range all {
+		if cur.EstRows > 0 && cur.EstBytes+s.bytes > budget {
+			k := s.Key
+			cur.Hi = &k
+			p.Outputs = append(p.Outputs, cur)
+			cur = Output{Ordinal: len(p.Outputs), Lo: &k}
+		}
+		cur.EstRows += s.Rows
+		cur.EstBytes += s.bytes
+	}
+	p.Outputs = append(p.Outputs, cur)
+	p.setGroupSize()
+	for i := range p.Outputs {
+		o := &p.Outputs[i]
+		o.TargetOrdinal = o.Ordinal
+		for j, in := range inputs {
+			if in.Rows > 0 && overlaps(in, o.Lo, o.Hi) {
+				o.Inputs = append(o.Inputs, j)
+			}
+		}
+		o.MaxOpen = overlapDepth(inputs, o.Inputs)
+	}
+	return p, nil
+}
+
+// newPlan returns a plan of inputs with the batch and row group sizes of opts.
+func newPlan(inputs []Input, totals Totals, opts Options) *Plan {
 	p := &Plan{
 		Version:           Version,
 		MaxChunkSizeBytes: opts.MaxChunkSizeBytes,
@@ -155,32 +297,52 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 		p.BatchRows = max(min(p.BatchRows, opts.MemoryBudgetBytes/128/p.ArrowBytesPerRow), 1)
 		p.RowGroupRows = max(min(p.RowGroupRows, opts.MemoryBudgetBytes/rgShare/p.ArrowBytesPerRow), 1)
 	}
-	// Room for the output's own footer: about the largest input footer (same schema).
-	budget := max(opts.MaxChunkSizeBytes-footer, 1)
-	cur := Output{}
-	for _, s := range all {
-		if cur.EstRows > 0 && cur.EstBytes+s.bytes > budget {
-			k := s.Key
-			cur.Hi = &k
-			p.Outputs = append(p.Outputs, cur)
-			cur = Output{Ordinal: len(p.Outputs), Lo: &k}
-		}
-		cur.EstRows += s.Rows
-		cur.EstBytes += s.bytes
-	}
-	p.Outputs = append(p.Outputs, cur)
+	return p
+}
+
+// setGroupSize sets an automatic group size: one output per WriteChunks activity (so outputs are
+// encoded in parallel), more per activity beyond MaxGroups outputs.
+func (p *Plan) setGroupSize() {
 	if p.GroupSize <= 0 {
 		p.GroupSize = (len(p.Outputs) + MaxGroups - 1) / MaxGroups
 	}
-	for i := range p.Outputs {
-		o := &p.Outputs[i]
-		for j, in := range inputs {
-			if in.Rows > 0 && overlaps(in, o.Lo, o.Hi) {
-				o.Inputs = append(o.Inputs, j)
-			}
-		}
-		o.MaxOpen = overlapDepth(inputs, o.Inputs)
+}
+
+// Rollup plans a tiered compaction (Qbeast rollup): one output per group, joining the group's
+// inputs (positions in inputs, neighbours in ingestion order) in order, each input's rows sorted
+// into block(s) of their own; the output takes the ordinal of its group's first input. Estimated
+// bytes are the inputs' object bytes less all but one footer. Returns ErrNoRows when no group has
+// a row; groups without rows are left out.
+func Rollup(inputs []Input, groups [][]int, totals Totals, opts Options) (*Plan, error) {
+	if opts.MaxChunkSizeBytes <= 0 {
+		opts.MaxChunkSizeBytes = DefaultMaxChunkSizeBytes
 	}
+	p := newPlan(inputs, totals, opts)
+	p.Policy, p.Kind = policy.Tiered, KindConcatenate
+	for _, g := range groups {
+		o := Output{Ordinal: len(p.Outputs), MaxOpen: 1}
+		var footer int64
+		for _, j := range g {
+			if j < 0 || j >= len(inputs) {
+				return nil, fmt.Errorf("plan: rollup group names input %d of %d", j, len(inputs))
+			}
+			in := inputs[j]
+			o.Inputs = append(o.Inputs, j)
+			o.EstRows += in.Rows
+			o.EstBytes += in.SizeBytes - in.FooterBytes
+			footer = max(footer, in.FooterBytes)
+		}
+		if o.EstRows == 0 {
+			continue
+		}
+		o.EstBytes += footer
+		o.TargetOrdinal = inputs[g[0]].Ordinal
+		p.Outputs = append(p.Outputs, o)
+	}
+	if len(p.Outputs) == 0 {
+		return nil, ErrNoRows
+	}
+	p.setGroupSize()
 	return p, nil
 }
 

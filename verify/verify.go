@@ -39,6 +39,15 @@ type Expected struct {
 	Inputs []InputChunk
 	// Footer identifies the footer every output must repeat: the inputs' (parquetio.Footer.Digest).
 	Footer []byte
+	// Unordered: the outputs are a rollup's L0 chunks, which may overlap each other in time;
+	// otherwise they form (a part of) the sorted run and must be globally ordered.
+	// Before and After, when set, bound the outputs' timestamps by the kept L1 chunks around them (leveled compaction): no output timestamp
+	// before Before or after After; AfterRows says kept chunks follow, AfterHasNonNull that one
+	// of them has a non-null timestamp (the outputs may then hold no null timestamp).
+	Unordered       bool
+	Before, After   *int64
+	AfterRows       bool
+	AfterHasNonNull bool
 }
 
 // Check compares the outputs of an optimization with its inputs: one output per planned chunk in
@@ -89,11 +98,10 @@ func Check(want Expected, outs []OutputFacts) error {
 	var minTs, maxTs *int64
 	seenNull := false
 	for i, o := range outs {
-		if seenNull && o.Rows != o.TimestampNulls {
-			return mismatch("output chunk %d has non-null timestamps after a chunk with null timestamps", i)
-		}
-		if o.MinTs != nil && maxTs != nil && *o.MinTs < *maxTs {
-			return mismatch("output chunk %d starts at %d, before the previous chunk's last timestamp %d", i, *o.MinTs, *maxTs)
+		if !want.Unordered {
+			if err := checkOrder(want, o, i, seenNull, maxTs); err != nil {
+				return err
+			}
 		}
 		if o.MinTs != nil {
 			if minTs == nil {
@@ -113,6 +121,25 @@ func Check(want Expected, outs []OutputFacts) error {
 	}
 	if !equalPtr(minTs, want.MinTs) || !equalPtr(maxTs, want.MaxTs) {
 		return mismatch("timestamp range written [%s, %s], input [%s, %s]", fmtPtr(minTs), fmtPtr(maxTs), fmtPtr(want.MinTs), fmtPtr(want.MaxTs))
+	}
+	return nil
+}
+
+// checkOrder checks that output o (number i) continues the sorted run: after the previous
+// outputs (whose largest timestamp is maxTs, seenNull when one had null timestamps) and between
+// the kept chunks around the outputs.
+func checkOrder(want Expected, o OutputFacts, i int, seenNull bool, maxTs *int64) error {
+	switch {
+	case seenNull && o.Rows != o.TimestampNulls:
+		return mismatch("output chunk %d has non-null timestamps after a chunk with null timestamps", i)
+	case o.MinTs != nil && maxTs != nil && *o.MinTs < *maxTs:
+		return mismatch("output chunk %d starts at %d, before the previous chunk's last timestamp %d", i, *o.MinTs, *maxTs)
+	case o.MinTs != nil && want.Before != nil && *o.MinTs < *want.Before:
+		return mismatch("output chunk %d starts at %d, before the kept chunk before it ends (%d)", i, *o.MinTs, *want.Before)
+	case o.MaxTs != nil && want.After != nil && *o.MaxTs > *want.After:
+		return mismatch("output chunk %d ends at %d, after the kept chunk after it starts (%d)", i, *o.MaxTs, *want.After)
+	case o.TimestampNulls > 0 && want.AfterHasNonNull:
+		return mismatch("output chunk %d has null timestamps before a kept chunk with timestamps", i)
 	}
 	return nil
 }

@@ -41,6 +41,11 @@ type OptimizeTopicInput struct {
 	FromRun bool
 	// HeartbeatTimeout of ReadSort and WriteChunks; 0 = DefaultHeartbeatTimeout (one minute).
 	HeartbeatTimeout time.Duration
+	// Policy is the compaction policy: "full" (default), "tiered", "leveled" or "auto" (resolved
+	// for the topic by Lease). MinChunks is the run's trigger (L0 chunks; 0 = 2), used to skip a
+	// topic that no longer needs the compaction when FromRun.
+	Policy    string
+	MinChunks int
 }
 
 // OptimizeTopicResult is what the commit of one topic did; byte counts are Parquet object sizes.
@@ -60,6 +65,10 @@ type OptimizeTopicResult struct {
 	// Quarantined is set (and nothing done) when another run's failure quarantined the topic
 	// after this run listed it.
 	Quarantined *activities.QuarantinedTopic
+	// Policy is the policy applied (auto resolved); NothingToDo is true when it selected no chunk
+	// (nothing to join or merge): the lease was given back, nothing written.
+	Policy      string
+	NothingToDo bool
 }
 
 // OptimizeTopicWorkflow rewrites one topic into a fresh prefix and switches the catalog to it:
@@ -85,6 +94,7 @@ func OptimizeTopicWorkflow(ctx workflow.Context, in OptimizeTopicInput) (Optimiz
 type topicOptimization struct {
 	in     OptimizeTopicInput
 	step   string // what the progress query reports
+	policy string // the lease's policy (auto resolved)
 	logger log.Logger
 }
 
@@ -135,9 +145,15 @@ func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult,
 		o.logger.Warn("Topic skipped: quarantined since this run listed it", "Reason", q.Reason, "Failures", q.Failures)
 		return OptimizeTopicResult{Locator: o.in.Locator, Quarantined: q}, nil
 	}
+	o.policy = lease.Policy
 	plan, err := o.readSort(ctx)
 	if err != nil {
 		return OptimizeTopicResult{}, err
+	}
+	if plan.NothingToDo {
+		o.logger.Info("Nothing to do", "Policy", o.policy)
+		o.giveBack(ctx)
+		return OptimizeTopicResult{Locator: o.in.Locator, Policy: o.policy, NothingToDo: true}, nil
 	}
 	if err := o.writeChunks(ctx, plan.Groups); err != nil {
 		return OptimizeTopicResult{}, err
@@ -149,8 +165,9 @@ func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult,
 func (o *topicOptimization) lease(ctx workflow.Context) (activities.LeaseResult, error) {
 	o.step = stepLease
 	var lease activities.LeaseResult
-	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.Lease,
-		activities.LeaseInput{TopicID: o.in.TopicID, SkipIfOptimized: o.in.FromRun}).Get(ctx, &lease)
+	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.Lease, activities.LeaseInput{
+		TopicID: o.in.TopicID, SkipIfOptimized: o.in.FromRun, Policy: o.in.Policy, MinChunks: o.in.MinChunks,
+		MaxChunkSizeBytes: o.in.MaxChunkSizeBytes}).Get(ctx, &lease)
 	if err != nil {
 		return lease, &stepError{step: stepLease, err: err}
 	}
@@ -166,6 +183,7 @@ func (o *topicOptimization) readSort(ctx workflow.Context) (activities.ReadSortR
 	err := workflow.ExecuteActivity(withDataOptions(ctx, o.in.HeartbeatTimeout), a.ReadSort, activities.ReadSortInput{
 		TopicID:           o.in.TopicID,
 		MaxChunkSizeBytes: o.in.MaxChunkSizeBytes,
+		Policy:            o.policy,
 	}).Get(ctx, &plan)
 	if err != nil {
 		return plan, &stepError{step: stepReadSort, err: err}
@@ -224,6 +242,7 @@ func (o *topicOptimization) commit(ctx workflow.Context) (OptimizeTopicResult, e
 	}
 	return OptimizeTopicResult{
 		Locator:          o.in.Locator,
+		Policy:           o.policy,
 		InputChunks:      c.InputChunks,
 		OutputChunks:     c.OutputChunks,
 		Rows:             c.Rows,
@@ -231,6 +250,18 @@ func (o *topicOptimization) commit(ctx workflow.Context) (OptimizeTopicResult, e
 		OutputBytes:      c.OutputBytes,
 		AlreadyCommitted: c.AlreadyCommitted,
 	}, nil
+}
+
+// giveBack gives the lease back when there was nothing to do: Release without a failure, which
+// never counts toward quarantine. A failed release is logged; the topic stays queued and the
+// next run's lease takes it over.
+func (o *topicOptimization) giveBack(ctx workflow.Context) {
+	var res activities.ReleaseResult
+	err := workflow.ExecuteActivity(withReleaseOptions(ctx), a.Release,
+		activities.ReleaseInput{TopicID: o.in.TopicID, Reason: "nothing to do"}).Get(ctx, &res)
+	if err != nil {
+		o.logger.Warn("Release after nothing to do failed", "Error", err)
+	}
 }
 
 // release gives the lease back after a failure or cancellation. It runs in a disconnected context so

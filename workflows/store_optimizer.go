@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/storeopt/storeopt/activities"
+	"github.com/storeopt/storeopt/policy"
 )
 
 // Defaults and limits of StoreOptimizerInput and its result.
@@ -46,6 +48,14 @@ type StoreOptimizerInput struct {
 	TopicParallelism int
 	// HeartbeatTimeout of the topics' ReadSort and WriteChunks activities; 0 = one minute.
 	HeartbeatTimeout time.Duration
+	// Policy is the compaction policy: "full" ("" too: finalized topics never optimized,
+	// rewritten whole), "tiered", "leveled" or "auto" (see package policy).
+	Policy string
+	// MinChunks is the trigger of tiered, leveled and auto: a topic is queued only when it has
+	// at least this many L0 chunks; 0 = policy.DefaultMinChunks (2).
+	MinChunks int
+	// Scope limits what the run touches: "all" (none = all), "sequence:NAME", "topic:LOCATOR".
+	Scope []string
 	// State is nil when a run starts; continue-as-new carries the run's progress in it.
 	State *RunState
 }
@@ -85,7 +95,11 @@ type TopicFailure struct {
 // listed that it did not start; they, and the queued topics after them, stay queued for the next
 // run.
 type StoreOptimizerResult struct {
-	Optimized         int
+	Optimized int
+	// Tiered and Leveled count the optimized topics by the policy applied (the others: full).
+	Tiered, Leveled int
+	// NothingToDo counts the topics the policy found nothing to join or merge in.
+	NothingToDo       int
 	Skipped           int
 	Failed            int
 	Failures          []TopicFailure
@@ -144,6 +158,16 @@ type storeRun struct {
 }
 
 func (r *storeRun) setup(ctx workflow.Context) error {
+	if _, err := policy.Parse(r.in.Policy); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeInput, nil)
+	}
+	if _, err := policy.ParseScope(r.in.Scope); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrTypeInput, nil)
+	}
+	if r.in.MinChunks < 0 {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("MinChunks %d must not be negative", r.in.MinChunks), activities.ErrTypeInput, nil)
+	}
 	if r.in.MaxConcurrentTopics <= 0 {
 		r.in.MaxConcurrentTopics = DefaultMaxConcurrentTopics
 	}
@@ -207,8 +231,9 @@ func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
 // enqueue queues every topic that needs optimizing; it runs once per run.
 func (r *storeRun) enqueue(ctx workflow.Context) error {
 	var res activities.EnqueueTopicsResult
-	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.EnqueueTopics,
-		activities.EnqueueTopicsInput{}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.EnqueueTopics, activities.EnqueueTopicsInput{
+		Policy: r.in.Policy, MinChunks: r.in.MinChunks, MaxChunkSizeBytes: r.in.MaxChunkSizeBytes, Scope: r.in.Scope,
+	}).Get(ctx, &res)
 	if err != nil {
 		return err
 	}
@@ -224,6 +249,8 @@ func (r *storeRun) listPage(ctx workflow.Context) ([]activities.QueuedTopic, err
 	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.ListQueuedTopics, activities.ListQueuedTopicsInput{
 		AfterTopicID: r.state.AfterTopicID,
 		Limit:        r.in.PageSize,
+		Policy:       r.policy(),
+		Scope:        r.in.Scope,
 	}).Get(ctx, &res)
 	return res.Topics, err
 }
@@ -250,6 +277,8 @@ func (r *storeRun) optimizeTopics(ctx workflow.Context, topics []activities.Queu
 				TopicParallelism:  r.in.TopicParallelism,
 				HeartbeatTimeout:  r.in.HeartbeatTimeout,
 				FromRun:           true,
+				Policy:            r.in.Policy,
+				MinChunks:         r.in.MinChunks,
 			})
 		w.add(child, func(f workflow.Future) {
 			r.inFlight = removeFirst(r.inFlight, topic.Locator)
@@ -287,9 +316,17 @@ func (r *storeRun) record(ctx workflow.Context, locator string, res OptimizeTopi
 	case err == nil && res.Skipped:
 		total.Skipped++
 		r.logger.Info("Topic skipped: optimized by another run", "TopicLocator", locator)
+	case err == nil && res.NothingToDo:
+		total.NothingToDo++
 	case err == nil:
 		r.state.StoreFaultStreak, r.state.StoreFaultKey = 0, ""
 		total.Optimized++
+		switch res.Policy {
+		case string(policy.Tiered):
+			total.Tiered++
+		case string(policy.Leveled):
+			total.Leveled++
+		}
 		total.Rows += res.Rows
 		total.InputChunks += res.InputChunks
 		total.OutputChunks += res.OutputChunks
@@ -353,6 +390,12 @@ func (r *storeRun) logSummary(msg string) {
 		r.logger.Warn("Topic quarantined, not optimized", "TopicLocator", q.Locator, "Reason", q.Reason,
 			"Failures", q.Failures)
 	}
+}
+
+// policy returns the run's policy as queue rows record it (auto stays auto: resolved per topic).
+func (r *storeRun) policy() string {
+	p, _ := policy.Parse(r.in.Policy) // checked in setup
+	return string(p)
 }
 
 // removeFirst removes the first occurrence of s from list.
