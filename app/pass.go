@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/storeopt/storeopt/policy"
 	"github.com/storeopt/storeopt/workflows"
 )
 
@@ -40,6 +41,11 @@ type PassOptions struct {
 	TopicParallelism int
 	// PageSize is how many queued topics one page (one continue-as-new segment) takes.
 	PageSize int
+	// Policy is the compaction policy ("" = full), MinChunks its trigger (L0 chunks; 0 = 2) and
+	// Scope the topics it may touch ("all", "sequence:NAME", "topic:LOCATOR"; none = all).
+	Policy    string
+	MinChunks int
+	Scope     []string
 }
 
 // Validate reports a negative option.
@@ -53,8 +59,14 @@ func (o PassOptions) Validate() error {
 		return fmt.Errorf("topic parallelism %d is negative", o.TopicParallelism)
 	case o.PageSize < 0:
 		return fmt.Errorf("page size %d is negative", o.PageSize)
+	case o.MinChunks < 0:
+		return fmt.Errorf("min chunks %d is negative", o.MinChunks)
 	}
-	return nil
+	if _, err := policy.Parse(o.Policy); err != nil {
+		return err
+	}
+	_, err := policy.ParseScope(o.Scope)
+	return err
 }
 
 // Input returns the StoreOptimizerWorkflow input of a fresh run with these options.
@@ -64,6 +76,9 @@ func (o PassOptions) Input() workflows.StoreOptimizerInput {
 		MaxConcurrentTopics: o.MaxConcurrentTopics,
 		TopicParallelism:    o.TopicParallelism,
 		PageSize:            o.PageSize,
+		Policy:              o.Policy,
+		MinChunks:           o.MinChunks,
+		Scope:               o.Scope,
 	}
 }
 
@@ -152,6 +167,13 @@ func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", runID)
 	fmt.Fprintf(tw, "optimized\t%d\n", res.Optimized)
+	if res.Tiered > 0 || res.Leveled > 0 {
+		fmt.Fprintf(tw, "  tiered\t%d\n", res.Tiered)
+		fmt.Fprintf(tw, "  leveled\t%d\n", res.Leveled)
+	}
+	if res.NothingToDo > 0 {
+		fmt.Fprintf(tw, "nothing to do\t%d\n", res.NothingToDo)
+	}
 	fmt.Fprintf(tw, "skipped\t%d\n", res.Skipped)
 	fmt.Fprintf(tw, "failed\t%d\n", res.Failed)
 	if res.StoreFault != "" {

@@ -13,6 +13,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/policy"
 )
 
 // TopicReport is one topic as the catalog sees it now.
@@ -26,6 +27,12 @@ type TopicReport struct {
 	OptimizedAt *time.Time `json:"optimized_at,omitempty"`
 	// ChunkKeys are the object keys of the chunks, in catalog order.
 	ChunkKeys []string `json:"chunk_keys"`
+	// Chunks and bytes per level: L0 as ingested or joined by tiered compactions, L1 the sorted
+	// run written by leveled and full compactions.
+	L0Chunks int   `json:"l0_chunks"`
+	L0Bytes  int64 `json:"l0_bytes"`
+	L1Chunks int   `json:"l1_chunks"`
+	L1Bytes  int64 `json:"l1_bytes"`
 }
 
 // Report lists every topic of the catalog, ordered by topic ID, with its chunk count, bytes and
@@ -53,6 +60,13 @@ func Report(ctx context.Context, cat *catalog.Catalog) ([]TopicReport, error) {
 			r.Bytes += ch.SizeBytes
 			r.Rows += ch.RowCount
 			r.ChunkKeys[i] = ch.ObjectKey
+			if ch.Level == policy.L1 {
+				r.L1Chunks++
+				r.L1Bytes += ch.SizeBytes
+			} else {
+				r.L0Chunks++
+				r.L0Bytes += ch.SizeBytes
+			}
 		}
 		out = append(out, r)
 	}
@@ -110,6 +124,17 @@ func WriteReportTable(ctx context.Context, w io.Writer, reports []TopicReport, b
 			line += readCell(ReadObjects(ctx, bench, r.ChunkKeys, DefaultReadParallelism)) + "\t"
 		}
 		fmt.Fprintln(tw, line)
+	}
+	return tw.Flush()
+}
+
+// WriteLevelsTable writes one line per topic: locator, whether it is finalized, and its L0 and
+// L1 chunks and bytes.
+func WriteLevelsTable(w io.Writer, reports []TopicReport) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "locator\tfinalized\tL0 chunks\tL0 bytes\tL1 chunks\tL1 bytes\t")
+	for _, r := range reports {
+		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%d\t\n", r.Locator, r.Finalized, r.L0Chunks, r.L0Bytes, r.L1Chunks, r.L1Bytes)
 	}
 	return tw.Flush()
 }

@@ -17,7 +17,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -66,6 +68,9 @@ func Ingest(ctx context.Context, cat *catalog.Catalog, bucket *blob.Bucket, opts
 	if opts.Workers == 0 {
 		opts.Workers = DefaultWorkers
 	}
+	if opts.ChunkInterval > 0 {
+		return ingestLive(ctx, cat, bucket, opts)
+	}
 	var out []IngestedTopic
 	for i, spec := range opts.Topics {
 		t, err := ingestTopic(ctx, cat, bucket, opts, i, spec)
@@ -96,9 +101,134 @@ type chunkResult struct {
 }
 
 func ingestTopic(ctx context.Context, cat *catalog.Catalog, bucket *blob.Bucket, opts Options, index int, spec TopicSpec) (IngestedTopic, error) {
-	locator := opts.Sequence + "/" + spec.Path
+	w, result, err := createTopic(ctx, cat, bucket, opts, index, spec)
+	if err != nil {
+		return IngestedTopic{}, err
+	}
 	fail := func(err error) (IngestedTopic, error) {
-		return IngestedTopic{}, fmt.Errorf("topic %s: %w", locator, err)
+		return IngestedTopic{}, fmt.Errorf("topic %s: %w", w.locator, err)
+	}
+	err = w.writeChunks(ctx, opts.Workers, func(ordinal int, r chunkResult) error {
+		return w.record(ctx, cat, opts, &result, ordinal, r)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if opts.NoFinalize {
+		return result, nil
+	}
+	if err := cat.FinalizeTopic(ctx, result.TopicID); err != nil {
+		return fail(err)
+	}
+	return result, nil
+}
+
+// ingestLive writes every topic at once, one chunk per topic every opts.ChunkInterval (the chunks
+// of one tick are written one after the other), until each topic has its chunks; then finalizes
+// them unless opts.NoFinalize.
+func ingestLive(ctx context.Context, cat *catalog.Catalog, bucket *blob.Bucket, opts Options) ([]IngestedTopic, error) {
+	writers := make([]*topicWriter, len(opts.Topics))
+	out := make([]IngestedTopic, len(opts.Topics))
+	most := 0
+	for i, spec := range opts.Topics {
+		w, res, err := createTopic(ctx, cat, bucket, opts, i, spec)
+		if err != nil {
+			return out[:i], err
+		}
+		writers[i], out[i] = w, res
+		most = max(most, spec.Chunks)
+	}
+	var scratch chunkScratch
+	tick := time.NewTicker(opts.ChunkInterval)
+	defer tick.Stop()
+	for ordinal := range most {
+		if ordinal > 0 {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return out, ctx.Err()
+			}
+		}
+		for i, w := range writers {
+			if ordinal >= w.timeline.spec.Chunks {
+				continue
+			}
+			r := w.writeChunk(ctx, ordinal, &scratch)
+			if r.err != nil {
+				return out, fmt.Errorf("topic %s: %w", w.locator, r.err)
+			}
+			if err := w.record(ctx, cat, opts, &out[i], ordinal, r); err != nil {
+				return out, fmt.Errorf("topic %s: %w", w.locator, err)
+			}
+		}
+	}
+	if opts.NoFinalize {
+		return out, nil
+	}
+	for _, t := range out {
+		if err := cat.FinalizeTopic(ctx, t.TopicID); err != nil {
+			return out, fmt.Errorf("topic %s: %w", t.Locator, err)
+		}
+	}
+	return out, nil
+}
+
+// Finalize finalizes every topic of the sequence (live topics written with NoFinalize); topics
+// finalized already keep their finalization time. It returns the topics finalized. Errors: the
+// sequence has no topic.
+func Finalize(ctx context.Context, cat *catalog.Catalog, sequence string) ([]string, error) {
+	topics, err := cat.ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, t := range topics {
+		if !strings.HasPrefix(t.Locator, sequence+"/") {
+			continue
+		}
+		if err := cat.FinalizeTopic(ctx, t.ID); err != nil {
+			return done, fmt.Errorf("topic %s: %w", t.Locator, err)
+		}
+		done = append(done, t.Locator)
+	}
+	if len(done) == 0 {
+		return nil, fmt.Errorf("sequence %q has no topic in the catalog", sequence)
+	}
+	return done, nil
+}
+
+// record adds a written chunk to the catalog and to the topic's totals.
+func (w *topicWriter) record(ctx context.Context, cat *catalog.Catalog, opts Options, result *IngestedTopic, ordinal int, r chunkResult) error {
+	_, err := cat.AddChunk(ctx, catalog.Chunk{
+		TopicID:            result.TopicID,
+		Ordinal:            ordinal,
+		ObjectKey:          r.key,
+		SizeBytes:          r.size,
+		RowCount:           r.stats.RowCount,
+		ArrowSizeBytes:     r.stats.ArrowSizeBytes,
+		MinTimestampNs:     r.stats.MinTimestampNs,
+		MaxTimestampNs:     r.stats.MaxTimestampNs,
+		TimestampNullCount: r.stats.TimestampNullCount,
+		ColumnStats:        r.stats.Columns,
+	})
+	if err != nil {
+		return fmt.Errorf("chunk %s: %w", r.key, err)
+	}
+	result.Chunks++
+	result.Rows += r.stats.RowCount
+	result.Bytes += r.size
+	if opts.Progress != nil {
+		opts.Progress(w.locator, result.Chunks, w.timeline.spec.Chunks)
+	}
+	return nil
+}
+
+// createTopic records the sequence (idempotent) and the topic under a fresh prefix and writes its
+// metadata.json.
+func createTopic(ctx context.Context, cat *catalog.Catalog, bucket *blob.Bucket, opts Options, index int, spec TopicSpec) (*topicWriter, IngestedTopic, error) {
+	locator := opts.Sequence + "/" + spec.Path
+	fail := func(err error) (*topicWriter, IngestedTopic, error) {
+		return nil, IngestedTopic{}, fmt.Errorf("topic %s: %w", locator, err)
 	}
 
 	seqID, err := cat.CreateSequence(ctx, opts.Sequence)
@@ -125,38 +255,7 @@ func ingestTopic(ctx context.Context, cat *catalog.Catalog, bucket *blob.Bucket,
 	if err := bucket.WriteAll(ctx, MetadataKey(prefix), meta, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
 		return fail(fmt.Errorf("write %s: %w", MetadataKey(prefix), err))
 	}
-	result := IngestedTopic{TopicID: topicID, Locator: locator, Prefix: prefix}
-	err = w.writeChunks(ctx, opts.Workers, func(ordinal int, r chunkResult) error {
-		_, err := cat.AddChunk(ctx, catalog.Chunk{
-			TopicID:            topicID,
-			Ordinal:            ordinal,
-			ObjectKey:          r.key,
-			SizeBytes:          r.size,
-			RowCount:           r.stats.RowCount,
-			ArrowSizeBytes:     r.stats.ArrowSizeBytes,
-			MinTimestampNs:     r.stats.MinTimestampNs,
-			MaxTimestampNs:     r.stats.MaxTimestampNs,
-			TimestampNullCount: r.stats.TimestampNullCount,
-			ColumnStats:        r.stats.Columns,
-		})
-		if err != nil {
-			return fmt.Errorf("chunk %s: %w", r.key, err)
-		}
-		result.Chunks++
-		result.Rows += r.stats.RowCount
-		result.Bytes += r.size
-		if opts.Progress != nil {
-			opts.Progress(locator, result.Chunks, spec.Chunks)
-		}
-		return nil
-	})
-	if err != nil {
-		return fail(err)
-	}
-	if err := cat.FinalizeTopic(ctx, topicID); err != nil {
-		return fail(err)
-	}
-	return result, nil
+	return w, IngestedTopic{TopicID: topicID, Locator: locator, Prefix: prefix}, nil
 }
 
 // writeChunks writes the topic's chunks with `workers` goroutines and calls record for each, in

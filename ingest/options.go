@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
@@ -39,6 +40,13 @@ type Options struct {
 	// Progress, when set, is called after each chunk is recorded in the catalog (from the
 	// calling goroutine of Ingest).
 	Progress func(locator string, chunksDone, chunksTotal int)
+	// ChunkInterval, when positive, makes the ingestion live: every topic of the sequence is
+	// created at once and receives one chunk every ChunkInterval (as a recording does), instead
+	// of the topics being written one after the other as fast as possible.
+	ChunkInterval time.Duration
+	// NoFinalize leaves the topics live (not finalized) at the end: they can still receive
+	// chunks, and Finalize finalizes them later.
+	NoFinalize bool
 }
 
 // TopicSpec describes one simulated topic.
@@ -113,6 +121,9 @@ func (o Options) validate() error {
 	}
 	if o.Workers < 0 {
 		return fmt.Errorf("sequence %s: workers %d < 0", o.Sequence, o.Workers)
+	}
+	if o.ChunkInterval < 0 {
+		return fmt.Errorf("sequence %s: chunk interval %s < 0", o.Sequence, o.ChunkInterval)
 	}
 	seen := make(map[string]bool)
 	for _, t := range o.Topics {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,9 @@ func newIngestCommand(e *env) *cobra.Command {
 		sequence string
 		seed     int64
 		workers  int
+		live     time.Duration
+		interval time.Duration
+		noFinal  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "ingest",
@@ -37,6 +41,18 @@ the catalog and finalize the topics. Presets: "test" (a few hundred KB) and "dem
 				opts.Seed = seed
 			}
 			opts.Workers = workers
+			opts.NoFinalize = noFinal
+			if live < 0 || interval <= 0 {
+				return fmt.Errorf("--live %s must not be negative and --chunk-interval %s must be positive", live, interval)
+			}
+			if live > 0 {
+				// One chunk per topic every interval for the duration of the recording.
+				opts.ChunkInterval = interval
+				for i := range opts.Topics {
+					opts.Topics[i].Chunks = max(1, int(live/interval))
+					opts.Topics[i].NullTimestamps = min(opts.Topics[i].NullTimestamps, opts.Topics[i].Chunks*opts.Topics[i].RowsPerChunk)
+				}
+			}
 			out := cmd.OutOrStdout()
 			last := map[string]int{}
 			opts.Progress = func(locator string, done, total int) {
@@ -71,5 +87,38 @@ the catalog and finalize the topics. Presets: "test" (a few hundred KB) and "dem
 	f.StringVar(&sequence, "sequence", "", "sequence name (no / or :); default: the preset's")
 	f.Int64Var(&seed, "seed", 0, "random seed of the generated data; default: the preset's")
 	f.IntVar(&workers, "workers", 0, "chunks encoded and uploaded in parallel; 0 = default")
+	f.DurationVar(&live, "live", 0, "record live for this long: every topic receives one chunk every --chunk-interval (the preset's chunk counts are replaced), then is finalized unless --no-finalize")
+	f.DurationVar(&interval, "chunk-interval", time.Second, "with --live: time between two chunks of a topic")
+	f.BoolVar(&noFinal, "no-finalize", false, "leave the topics live (not finalized); `starter finalize --sequence NAME` finalizes them later")
+	return cmd
+}
+
+func newFinalizeCommand(e *env) *cobra.Command {
+	var sequence string
+	cmd := &cobra.Command{
+		Use:   "finalize",
+		Short: "Finalize the live topics of a sequence (ingested with --no-finalize)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sequence == "" {
+				return fmt.Errorf("--sequence is required")
+			}
+			ctx := cmd.Context()
+			cat, _, closeData, err := openData(ctx, e)
+			if err != nil {
+				return err
+			}
+			defer closeData()
+			done, err := ingest.Finalize(ctx, cat, sequence)
+			if err != nil {
+				return err
+			}
+			for _, l := range done {
+				fmt.Fprintln(cmd.OutOrStdout(), "finalized", l)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&sequence, "sequence", "", "sequence whose topics to finalize")
 	return cmd
 }

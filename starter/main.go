@@ -99,6 +99,7 @@ func newRootCommand() *cobra.Command {
 		newCleanupCommand(e),
 		newQuarantineCommand(e),
 		newIngestCommand(e),
+		newFinalizeCommand(e),
 		newMigrateCommand(e),
 		newReportCommand(e),
 	)

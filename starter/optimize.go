@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/policy"
 	"github.com/storeopt/storeopt/workflows"
 )
 
@@ -64,6 +65,12 @@ periodically; a run still going when the next one is due makes the schedule skip
 		"WriteChunks activities of one topic at once; 0 = workflow default")
 	f.IntVar(&opts.PageSize, "page-size", 0,
 		"queued topics per page (continue-as-new segment); 0 = workflow default")
+	f.StringVar(&opts.Policy, "policy", "full",
+		"compaction policy: full (finalized topics rewritten whole), tiered (L0 -> L0 rollup of neighbouring small chunks), leveled (L0 -> L1 merge with the overlapping part of the sorted run) or auto (tiered while live, leveled once the L0 bytes reach --max-chunk-size or the topic is finalized)")
+	f.IntVar(&opts.MinChunks, "min-chunks", policy.DefaultMinChunks,
+		"trigger of tiered, leveled and auto: queue a topic only when it has at least this many L0 chunks")
+	f.StringArrayVar(&opts.Scope, "scope", nil,
+		"what the run may touch: all (default), sequence:NAME or topic:LOCATOR; repeatable")
 	cmd.MarkFlagsMutuallyExclusive("time-interval", "cron")
 	return cmd
 }

@@ -12,6 +12,7 @@ func newReportCommand(e *env) *cobra.Command {
 	var (
 		asJSON   bool
 		read     bool
+		levels   bool
 		before   string
 		sequence string
 	)
@@ -24,6 +25,7 @@ when it was last optimized.
   --sequence NAME    only the topics of this sequence
   --json             write a JSON snapshot instead (keep it to compare later)
   --read             also time reading every chunk of each topic with pqarrow
+  --levels           per topic: L0 and L1 chunk counts and bytes instead
   --before FILE      compare with a snapshot taken earlier: chunks, bytes and read seconds
                      before and after (the old objects are still in the store after an
                      optimization, so both sides are really read)`,
@@ -55,6 +57,8 @@ when it was last optimized.
 				return app.WriteComparison(ctx, out, snapshot, reports, bucket)
 			case asJSON:
 				return app.WriteReportJSON(out, reports)
+			case levels:
+				return app.WriteLevelsTable(out, reports)
 			default:
 				var bench *blob.Bucket
 				if read {
@@ -66,8 +70,9 @@ when it was last optimized.
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "write a JSON snapshot")
 	cmd.Flags().BoolVar(&read, "read", false, "time reading every chunk of each topic")
+	cmd.Flags().BoolVar(&levels, "levels", false, "per topic: L0 and L1 chunks and bytes")
 	cmd.Flags().StringVar(&before, "before", "", "compare with this JSON snapshot (before/after table with read times)")
 	cmd.Flags().StringVar(&sequence, "sequence", "", "only the topics of this sequence")
-	cmd.MarkFlagsMutuallyExclusive("json", "before")
+	cmd.MarkFlagsMutuallyExclusive("json", "before", "levels")
 	return cmd
 }
