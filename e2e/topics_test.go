@@ -60,6 +60,18 @@ func rowsAt(tss ...int64) []handRow {
 // one Parquet object per chunk under a fresh prefix, a catalog row each, metadata.json.
 func makeTopic(t *testing.T, cat *catalog.Catalog, b *blob.Bucket, locator string, chunks [][]handRow) int64 {
 	t.Helper()
+	id, prefix := makeLiveTopic(t, cat, b, locator)
+	addHandChunks(t, cat, b, id, prefix, 0, chunks)
+	if err := cat.FinalizeTopic(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// makeLiveTopic creates a hand-made topic without chunks, not finalized; it returns its ID and
+// data prefix.
+func makeLiveTopic(t *testing.T, cat *catalog.Catalog, b *blob.Bucket, locator string) (int64, string) {
+	t.Helper()
 	ctx := context.Background()
 	seq, _, _ := strings.Cut(locator, "/")
 	seqID, err := cat.CreateSequence(ctx, seq)
@@ -74,8 +86,17 @@ func makeTopic(t *testing.T, cat *catalog.Catalog, b *blob.Bucket, locator strin
 	if err := b.WriteAll(ctx, store.MetadataKey(prefix), []byte(`{"topic":"`+locator+`","hand":true}`+"\n"), nil); err != nil {
 		t.Fatal(err)
 	}
+	return id, prefix
+}
+
+// addHandChunks appends chunks to a live hand-made topic, with ordinals (and src_chunk values)
+// from, from+1, …
+func addHandChunks(t *testing.T, cat *catalog.Catalog, b *blob.Bucket, id int64, prefix string, from int, chunks [][]handRow) {
+	t.Helper()
+	ctx := context.Background()
 	schema := handSchema()
-	for ci, rows := range chunks {
+	for i, rows := range chunks {
+		ci := from + i
 		rec := buildRecord(schema, ci, rows)
 		var buf bytes.Buffer
 		w, err := pqarrow.NewFileWriter(schema, &buf,
@@ -108,10 +129,6 @@ func makeTopic(t *testing.T, cat *catalog.Catalog, b *blob.Bucket, locator strin
 			t.Fatal(err)
 		}
 	}
-	if err := cat.FinalizeTopic(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	return id
 }
 
 func buildRecord(schema *arrow.Schema, chunk int, rows []handRow) arrow.RecordBatch {
@@ -138,6 +155,7 @@ func buildRecord(schema *arrow.Schema, chunk int, rows []handRow) arrow.RecordBa
 // topicContent is what the tests compare before and after an optimization.
 type topicContent struct {
 	rows      []string          // canonical rendering of every row, sorted (the multiset)
+	ordered   []string          // the same, in storage order across chunks
 	footer    *parquetio.Footer // Parquet schema elements and key/value pairs, shared by every chunk
 	ts        []*int64          // timestamps in storage order across chunks
 	srcOrder  [][2]int64
@@ -184,6 +202,7 @@ func readTopic(t *testing.T, b *blob.Bucket, keys []string) topicContent {
 					parts = append(parts, col.ValueStr(i))
 				}
 				tc.rows = append(tc.rows, strings.Join(parts, "|"))
+				tc.ordered = append(tc.ordered, tc.rows[len(tc.rows)-1])
 				if tsCol.IsNull(i) {
 					tc.ts = append(tc.ts, nil)
 				} else {

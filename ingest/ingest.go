@@ -173,6 +173,39 @@ func ingestLive(ctx context.Context, cat *catalog.Catalog, bucket *blob.Bucket, 
 	return out, nil
 }
 
+// AppendHorizon is the chunk count of the timeline Append generates chunks from: the contents of
+// an appended chunk depend only on the options, the topic and its ordinal, not on how many chunks
+// are appended at once.
+const AppendHorizon = 100_000
+
+// Append appends chunks from, from+1, … from+n-1 to each live topic of topics (ingested by Ingest
+// with opts and NoFinalize, topics[i] from opts.Topics[i]) into its ingestion prefix, as a longer
+// recording would have written them; appended chunks have no null timestamps. Errors name the
+// topic and chunk; a finalized topic is refused (catalog.ErrTopicFinalized).
+func Append(ctx context.Context, cat *catalog.Catalog, bucket *blob.Bucket, opts Options, topics []IngestedTopic, from, n int) error {
+	if len(topics) > len(opts.Topics) || from < 0 || n < 0 {
+		return fmt.Errorf("append: %d topics for %d specs, from %d, n %d", len(topics), len(opts.Topics), from, n)
+	}
+	var scratch chunkScratch
+	for i := range topics {
+		spec := opts.Topics[i]
+		spec.Chunks, spec.NullTimestamps = AppendHorizon, 0
+		w := &topicWriter{bucket: bucket, locator: topics[i].Locator, prefix: topics[i].Prefix,
+			schema: schemaOf(spec.Kind, opts.Sequence, topics[i].Locator), timeline: newTopicTimeline(opts.Seed, i, spec),
+			props: writerProperties(spec)}
+		for ordinal := from; ordinal < from+n; ordinal++ {
+			r := w.writeChunk(ctx, ordinal, &scratch)
+			if r.err != nil {
+				return fmt.Errorf("topic %s: %w", w.locator, r.err)
+			}
+			if err := w.record(ctx, cat, opts, &topics[i], ordinal, r); err != nil {
+				return fmt.Errorf("topic %s: %w", w.locator, err)
+			}
+		}
+	}
+	return nil
+}
+
 // Finalize finalizes every topic of the sequence (live topics written with NoFinalize); topics
 // finalized already keep their finalization time. It returns the topics finalized. Errors: the
 // sequence has no topic.

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -139,7 +140,9 @@ func OpenObjectWith(ctx context.Context, b *blob.Bucket, key string, mem Allocat
 	} else {
 		data = make([]byte, size)
 	}
-	if _, err := io.ReadFull(r, data); err != nil {
+	n, err := io.ReadFull(r, data)
+	bytesRead.Add(int64(n))
+	if err != nil {
 		if mem != nil {
 			mem.Free(data)
 		}
@@ -147,6 +150,14 @@ func OpenObjectWith(ctx context.Context, b *blob.Bucket, key string, mem Allocat
 	}
 	return &OpenedObject{Object: &memObject{Reader: bytes.NewReader(data)}, mem: mem, buf: data}, nil
 }
+
+// bytesRead counts the bytes this process read from object stores through this package.
+var bytesRead atomic.Int64
+
+// BytesRead returns the bytes this process has read from object stores through OpenObject,
+// OpenObjectWith and OpenFooter so far (a counter for metrics and for tests of what a
+// compaction reads).
+func BytesRead() int64 { return bytesRead.Load() }
 
 // OpenedObject is an Object whose in-memory copy, if any, goes back to its allocator on Release.
 type OpenedObject struct {
@@ -218,6 +229,7 @@ func (r *rangeObject) ReadAt(p []byte, off int64) (int, error) {
 	}
 	defer rd.Close()
 	got, err := io.ReadFull(rd, p[:n])
+	bytesRead.Add(int64(got))
 	if err == nil && int64(got) < int64(len(p)) {
 		err = io.EOF
 	}

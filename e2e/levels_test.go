@@ -1,0 +1,353 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/ingest"
+	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/policy"
+	"github.com/storeopt/storeopt/store"
+	"github.com/storeopt/storeopt/workflows"
+)
+
+// liveTopics are topics ingested live (not finalized) with opts.
+type liveTopics struct {
+	opts   ingest.Options
+	topics []ingest.IngestedTopic
+}
+
+// liveSequence ingests the "test" preset's topics under sequence with nChunks chunks each and
+// leaves them live (not finalized).
+func (e *env) liveSequence(t *testing.T, sequence string, nChunks int) liveTopics {
+	t.Helper()
+	opts, err := ingest.Preset("test", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Sequence, opts.NoFinalize = sequence, true
+	for i := range opts.Topics {
+		opts.Topics[i].Chunks = nChunks
+	}
+	topics, err := ingest.Ingest(context.Background(), e.cat, e.b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return liveTopics{opts: opts, topics: topics}
+}
+
+// levels returns the topic's chunks as "L<level>" strings in catalog order.
+func (e *env) levels(t *testing.T, id int64) []string {
+	t.Helper()
+	chunks, err := e.cat.Chunks(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range chunks {
+		out = append(out, c.Level.String())
+	}
+	return out
+}
+
+// TestPoliciesGiveTheRowsOfOneFullRewrite: tiered, then leveled, then full compactions of a topic
+// give the same rows in the same order as one full rewrite of the same input (ties, nulls and
+// unsorted chunks included), and each policy leaves the levels it promises.
+func TestPoliciesGiveTheRowsOfOneFullRewrite(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const chunks = 12
+	stepsLive := e.liveSequence(t, "steps", chunks)
+	wholeLive := e.liveSequence(t, "whole", chunks)
+	steps, whole := stepsLive.topics, wholeLive.topics
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	// The test preset's chunks are 4 to 44 KB: with 128 KB outputs, tiered joins a few neighbours.
+	const maxChunk = 128 << 10
+
+	var before []snapshot
+	for _, tp := range steps {
+		before = append(before, e.snapshot(t, tp.TopicID))
+	}
+
+	// Tiered, scoped to one sequence: L0 -> L0, fewer chunks, the other sequence untouched.
+	wholeBefore := e.recordTopics(t, whole)
+	res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk, Policy: "tiered", Scope: []string{"sequence:steps"}})
+	if res.Optimized != len(steps) || res.Tiered != len(steps) || res.Failed != 0 {
+		t.Fatalf("tiered run %+v, want %d tiered", res, len(steps))
+	}
+	e.checkUntouchedTopics(t, wholeBefore)
+	for i, tp := range steps {
+		lv := e.levels(t, tp.TopicID)
+		if len(lv) >= chunks || slices.Contains(lv, "L1") {
+			t.Fatalf("topic %s after tiered: %v, want fewer L0 chunks only", tp.Locator, lv)
+		}
+		after := readTopic(t, e.b, chunkKeys(t, e.cat, tp.TopicID))
+		equalRows(t, tp.Locator, before[i].content, after)
+		e.checkBlocks(t, tp.TopicID)
+	}
+
+	// More chunks arrive; leveled merges every L0 chunk into the sorted run.
+	e.appendChunks(t, stepsLive, chunks, 4)
+	res = e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk, Policy: "leveled", Scope: []string{"sequence:steps"}})
+	if res.Leveled != len(steps) || res.Failed != 0 {
+		t.Fatalf("leveled run %+v, want %d leveled", res, len(steps))
+	}
+	for _, tp := range steps {
+		for _, l := range e.levels(t, tp.TopicID) {
+			if l != "L1" {
+				t.Fatalf("topic %s after leveled: %v, want L1 only", tp.Locator, e.levels(t, tp.TopicID))
+			}
+		}
+		checkOrder(t, readTopic(t, e.b, chunkKeys(t, e.cat, tp.TopicID)))
+		e.checkBlocks(t, tp.TopicID)
+	}
+
+	// Leveled again with new data; then both sequences get their last chunks, are finalized and
+	// rewritten whole (full): "steps" from its L1 run and new L0 chunks, "whole" from its raw
+	// chunks in one go.
+	e.appendChunks(t, stepsLive, chunks+4, 3)
+	res = e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk, Policy: "leveled", Scope: []string{"sequence:steps"}})
+	if res.Leveled != len(steps) || res.Failed != 0 {
+		t.Fatalf("second leveled run %+v", res)
+	}
+	e.appendChunks(t, stepsLive, chunks+7, 2)
+	e.appendChunks(t, wholeLive, chunks, 9)
+	for _, seq := range []string{"steps", "whole"} {
+		if _, err := ingest.Finalize(ctx, e.cat, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res = e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk})
+	if res.Optimized != len(steps)+len(whole) || res.Failed != 0 {
+		t.Fatalf("full run %+v, want every topic", res)
+	}
+	for i := range steps {
+		a := readTopic(t, e.b, chunkKeys(t, e.cat, steps[i].TopicID))
+		b := readTopic(t, e.b, chunkKeys(t, e.cat, whole[i].TopicID))
+		checkOrder(t, a)
+		if len(a.ordered) != len(b.ordered) || len(a.ordered) == 0 {
+			t.Fatalf("topic %s: %d rows after the steps, %d after one full rewrite", steps[i].Locator, len(a.ordered), len(b.ordered))
+		}
+		for r := range a.ordered {
+			if a.ordered[r] != b.ordered[r] {
+				t.Fatalf("topic %s: row %d differs from one full rewrite:\n steps %s\n whole %s", steps[i].Locator, r, a.ordered[r], b.ordered[r])
+			}
+		}
+	}
+	opts, err := e.cat.Optimizations(ctx, steps[0].TopicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []policy.Policy
+	for _, o := range opts {
+		applied = append(applied, o.Policy)
+	}
+	if !slices.Equal(applied, []policy.Policy{policy.Tiered, policy.Leveled, policy.Leveled, policy.Full}) {
+		t.Fatalf("optimizations of %s: %v", steps[0].Locator, applied)
+	}
+	e.queueEmpty(t)
+	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(steps[0].Locator), "optimize-topic-full-after-levels")
+}
+
+// TestPoliciesKeepTheTieOrder: rows with equal timestamps across chunks (and null timestamps)
+// keep ingestion order (source chunk, then row) through tiered, leveled and full compactions, as
+// one full rewrite of the same chunks orders them: L1 rows, ingested first, come before L0 rows.
+func TestPoliciesKeepTheTieOrder(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	// Every chunk has rows at 10, 20 and 30 (several), an unsorted one, and null timestamps.
+	batch := func(i int) [][]handRow {
+		var out [][]handRow
+		for c := range 3 {
+			rows := rowsAt(30, 10, 20, 20, int64(10+c), 30)
+			if (i+c)%2 == 0 {
+				rows = append(rows, handRow{ts: nil})
+			}
+			out = append(out, rows)
+		}
+		return out
+	}
+	stepsID, stepsPrefix := makeLiveTopic(t, e.cat, e.b, "ties_steps/t")
+	wholeID, wholePrefix := makeLiveTopic(t, e.cat, e.b, "ties_whole/t")
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	run := func(p string, want func(workflows.StoreOptimizerResult) bool) {
+		t.Helper()
+		res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 1 << 20, Policy: p, Scope: []string{"sequence:ties_steps"}})
+		if !want(res) || res.Failed != 0 {
+			t.Fatalf("%s run %+v", p, res)
+		}
+		if p == "leveled" { // the topic is one sorted run again (tiered leaves overlapping L0 chunks)
+			checkOrder(t, readTopic(t, e.b, chunkKeys(t, e.cat, stepsID)))
+		}
+	}
+	from := 0
+	for round, p := range []string{"tiered", "leveled", "tiered", "leveled", "leveled"} {
+		addHandChunks(t, e.cat, e.b, stepsID, stepsPrefix, from, batch(round))
+		addHandChunks(t, e.cat, e.b, wholeID, wholePrefix, from, batch(round))
+		from += 3
+		if p == "tiered" {
+			run(p, func(r workflows.StoreOptimizerResult) bool { return r.Tiered == 1 })
+		} else {
+			run(p, func(r workflows.StoreOptimizerResult) bool { return r.Leveled == 1 })
+		}
+	}
+	addHandChunks(t, e.cat, e.b, stepsID, stepsPrefix, from, batch(9))
+	addHandChunks(t, e.cat, e.b, wholeID, wholePrefix, from, batch(9))
+	for _, id := range []int64{stepsID, wholeID} {
+		if err := e.cat.FinalizeTopic(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 1 << 20}); res.Optimized != 2 || res.Failed != 0 {
+		t.Fatalf("full run %+v", res)
+	}
+	a := readTopic(t, e.b, chunkKeys(t, e.cat, stepsID))
+	b := readTopic(t, e.b, chunkKeys(t, e.cat, wholeID))
+	checkOrder(t, a)
+	if !slices.Equal(a.ordered, b.ordered) || len(a.ordered) == 0 {
+		t.Fatalf("steps and one full rewrite differ:\n%v\n%v", a.ordered, b.ordered)
+	}
+}
+
+// appendChunks appends n more chunks (ordinals from, from+1, …) to each live topic: the chunks a
+// longer recording of the same preset would have had (same seed), written into the topic's
+// ingestion prefix.
+func (e *env) appendChunks(t *testing.T, lt liveTopics, from, n int) {
+	t.Helper()
+	if err := ingest.Append(context.Background(), e.cat, e.b, lt.opts, lt.topics, from, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkBlocks checks the block index of every chunk written by a compaction: its blocks add up
+// to the chunk's rows, lie inside the object and inside the chunk's time range.
+func (e *env) checkBlocks(t *testing.T, id int64) {
+	t.Helper()
+	chunks, err := e.cat.Chunks(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if c.Blocks == nil {
+			continue // an ingested chunk: no block index
+		}
+		var rows, nulls int64
+		for _, b := range c.Blocks {
+			rows += b.Rows
+			nulls += b.Nulls
+			if b.Offset < 4 || b.Offset+b.Length > c.SizeBytes {
+				t.Fatalf("chunk %s: block %+v outside the object of %d bytes", c.ObjectKey, b, c.SizeBytes)
+			}
+			if b.MinTs != nil && (c.MinTimestampNs == nil || *b.MinTs < *c.MinTimestampNs || *b.MaxTs > *c.MaxTimestampNs) {
+				t.Fatalf("chunk %s: block range [%d, %d] outside the chunk's", c.ObjectKey, *b.MinTs, *b.MaxTs)
+			}
+			if c.Level == policy.L0 && b.Source == "" {
+				t.Fatalf("chunk %s: rollup block without its source chunk", c.ObjectKey)
+			}
+		}
+		if rows != c.RowCount || nulls != c.TimestampNullCount {
+			t.Fatalf("chunk %s: blocks hold %d rows (%d null timestamps), chunk %d (%d)", c.ObjectKey, rows, nulls, c.RowCount, c.TimestampNullCount)
+		}
+	}
+}
+
+// recordTopics records the catalog state and objects of topics, to check later that a run did
+// not touch them.
+func (e *env) recordTopics(t *testing.T, topics []ingest.IngestedTopic) []topicRecord {
+	t.Helper()
+	var out []topicRecord
+	for _, tp := range topics {
+		out = append(out, e.recordTopic(t, tp.TopicID))
+	}
+	return out
+}
+
+func (e *env) checkUntouchedTopics(t *testing.T, records []topicRecord) {
+	t.Helper()
+	for _, r := range records {
+		e.checkUntouched(t, r)
+	}
+}
+
+// TestLeveledReadsOnlyTheOverlappingRun: a leveled compaction of a topic with a run of many L1
+// chunks (100 ingested chunks) and 20 new L0 chunks reads only the L1 chunks the new data overlaps (counted from the bytes the
+// worker read from the store).
+func TestLeveledReadsOnlyTheOverlappingRun(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	opts, err := ingest.Preset("test", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Sequence, opts.NoFinalize = "cost", true
+	opts.Topics = []ingest.TopicSpec{{Path: "sensors/imu", Kind: ingest.IMU, Chunks: 100, RowsPerChunk: 200}}
+	topics, err := ingest.Ingest(ctx, e.cat, e.b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := liveTopics{opts: opts, topics: topics}
+	id := topics[0].TopicID
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	// One L1 chunk per ingested chunk: outputs of about one chunk's bytes.
+	chunks, err := e.cat.Chunks(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxChunk := chunks[0].SizeBytes + chunks[0].SizeBytes/4
+	res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk, Policy: "leveled", MinChunks: 1})
+	if res.Leveled != 1 {
+		t.Fatalf("first leveled run %+v", res)
+	}
+	run, err := e.cat.Chunks(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run) < 50 {
+		t.Fatalf("%d L1 chunks after the first leveled compaction, want many", len(run))
+	}
+	var runBytes int64
+	for _, c := range run {
+		runBytes += c.SizeBytes
+	}
+	e.appendChunks(t, live, 100, 20)
+	var newBytes int64
+	all, err := e.cat.Chunks(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range all[len(run):] {
+		newBytes += c.SizeBytes
+	}
+	// The worker runs in this process: store.BytesRead counts what it reads from the store.
+	read0 := store.BytesRead()
+	res = e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk, Policy: "leveled", MinChunks: 1})
+	if res.Leveled != 1 || res.Failed != 0 {
+		t.Fatalf("second leveled run %+v", res)
+	}
+	read := store.BytesRead() - read0
+	t.Logf("second leveled compaction read %d bytes from the store (plan input %d bytes); L1 run %d bytes, new L0 %d bytes",
+		read, res.InputBytes, runBytes, newBytes)
+	// The new chunks continue the recording: they overlap the run's last chunk at most (plus a
+	// small last chunk), so at most two L1 chunks are read. Every input is read by the scan and
+	// then by each output it overlaps (outputs of about one input's size: two or three), so the
+	// bound is four reads of the new bytes and two L1 chunks; reading the run would be far more.
+	bound := 4 * (newBytes + 2*maxChunk)
+	if 2*runBytes <= bound {
+		t.Fatalf("test topic too small to tell: run %d bytes, bound %d", runBytes, bound)
+	}
+	if read > bound || read < 2*newBytes {
+		t.Fatalf("leveled compaction read %d bytes, want at most %d: four reads of the %d new bytes plus at most two L1 chunks (%d bytes each)",
+			read, bound, newBytes, maxChunk)
+	}
+	if res.InputBytes > newBytes+2*maxChunk {
+		t.Fatalf("plan read %d bytes, want the %d new bytes plus at most two L1 chunks", res.InputBytes, newBytes)
+	}
+	checkOrder(t, readTopic(t, e.b, chunkKeys(t, e.cat, id)))
+}
+
+var _ = fmt.Sprint
+var _ = catalog.ErrNotFound
