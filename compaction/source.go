@@ -18,7 +18,8 @@ import (
 // order, or sorted whole in memory (an unsorted chunk is small: one record batch of ingestion).
 type chunkSource struct {
 	key     string
-	chunk   *openedChunk
+	chunk   *parquetio.Chunk
+	closer  func() // closes the chunk (and its object)
 	br      *parquetio.BatchReader
 	sorted  bool
 	tsField int
@@ -58,12 +59,21 @@ func OpenRun(ctx context.Context, b *blob.Bucket, key string, run RunSpec, foote
 		c.Close()
 		return nil, &ChunkError{Key: key, Err: fmt.Errorf("footer changed since planning: %s", drift)}
 	}
+	return RunSource(ctx, c.Chunk, key, run, batchRows, mem, func() { c.Close() })
+}
+
+// RunSource returns a merge.Source over one run of the opened chunk c (whose object key is key);
+// closing the source calls closeChunk. On error closeChunk has been called.
+func RunSource(ctx context.Context, c *parquetio.Chunk, key string, run RunSpec, batchRows int64, mem memory.Allocator, closeChunk func()) (merge.Source, error) {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
 	br, err := c.BatchesOf(ctx, batchRows, run.RowGroups)
 	if err != nil {
-		c.Close()
+		closeChunk()
 		return nil, &ChunkError{Key: key, Err: err}
 	}
-	return &chunkSource{key: key, chunk: c, br: br, sorted: run.Sorted, tsField: c.TimestampField, mem: mem,
+	return &chunkSource{key: key, chunk: c, closer: closeChunk, br: br, sorted: run.Sorted, tsField: c.TimestampField, mem: mem,
 		next: run.FirstRow, first: run.FirstRow}, nil
 }
 
@@ -174,7 +184,7 @@ func (s *chunkSource) Close() {
 	s.releaseOwned()
 	if s.br != nil {
 		s.br.Release()
-		s.chunk.Close()
+		s.closer()
 	}
 	s.br, s.chunk, s.cur = nil, nil, merge.Batch{}
 }

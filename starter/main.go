@@ -100,6 +100,7 @@ func newRootCommand() *cobra.Command {
 		newQuarantineCommand(e),
 		newIngestCommand(e),
 		newFinalizeCommand(e),
+		newReadCommand(e),
 		newMigrateCommand(e),
 		newReportCommand(e),
 	)
