@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/ingest"
+	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/policy"
+	"github.com/storeopt/storeopt/topicread"
+)
+
+// liveRow is one ingested row with what orders it: timestamp, chunk ordinal, stored row.
+type liveRow struct {
+	ts      int64
+	null    bool
+	ordinal int
+	index   int64
+	text    string
+}
+
+// chunkRows reads the rows of ingested chunk ordinal of prefix (its object stays in the store).
+func (e *env) chunkRows(t *testing.T, prefix string, ordinal int) []liveRow {
+	t.Helper()
+	data, err := e.b.ReadAll(context.Background(), ingest.ChunkKey(prefix, ordinal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(data), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	tr := array.NewTableReader(tbl, 0)
+	defer tr.Release()
+	var out []liveRow
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		ts := rec.Column(rec.Schema().FieldIndices("timestamp_ns")[0]).(*array.Int64)
+		for i := range int(rec.NumRows()) {
+			r := liveRow{ordinal: ordinal, index: int64(len(out)), text: rowText(rec, i), null: ts.IsNull(i)}
+			if !r.null {
+				r.ts = ts.Value(i)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func rowText(rec arrow.RecordBatch, i int) string {
+	var b bytes.Buffer
+	for c, col := range rec.Columns() {
+		if c > 0 {
+			b.WriteByte('|')
+		}
+		b.WriteString(col.ValueStr(i))
+	}
+	return b.String()
+}
+
+// inOrder returns the texts of the rows with a timestamp in global order.
+func inOrder(rows []liveRow) []string {
+	var in []liveRow
+	for _, r := range rows {
+		if !r.null {
+			in = append(in, r)
+		}
+	}
+	slices.SortStableFunc(in, func(a, b liveRow) int {
+		switch {
+		case a.ts != b.ts:
+			return cmpInt(a.ts, b.ts)
+		case a.ordinal != b.ordinal:
+			return a.ordinal - b.ordinal
+		}
+		return cmpInt(a.index, b.index)
+	})
+	out := make([]string, len(in))
+	for i, r := range in {
+		out[i] = r.text
+	}
+	return out
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// TestLiveTopicUnderAutoSchedule: a live topic receives a chunk every 50 ms for a minute while a
+// Temporal Schedule runs the auto policy every 3 s (tiered and leveled both happen). Readers
+// sample the whole topic through topicread.Window all along and always see exactly the rows of
+// the chunks ingested so far, each once, in order. After finalization a last pass leaves one
+// sorted L1 run with the rows, in order, of one full rewrite of the same input.
+func TestLiveTopicUnderAutoSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of live ingestion")
+	}
+	e := newEnv(t)
+	ctx := context.Background()
+	const (
+		interval = 50 * time.Millisecond
+		chunks   = 1200 // a minute
+		maxChunk = 1 << 20 // leveled once the L0 bytes reach it (about every 15 s), tiered before
+	)
+	spec := ingest.TopicSpec{Path: "sensors/imu", Kind: ingest.IMU, Chunks: chunks, RowsPerChunk: 20, Overlap: 0.1,
+		UnsortedFraction: 0.05, EqualTimestamps: true, NullTimestamps: 30}
+	live := ingest.Options{Sequence: "live", Seed: 7, Topics: []ingest.TopicSpec{spec}, ChunkInterval: interval}
+	whole := ingest.Options{Sequence: "whole", Seed: 7, Topics: []ingest.TopicSpec{spec}}
+	var recorded atomic.Int64
+	live.Progress = func(_ string, done, _ int) { recorded.Store(int64(done)) }
+
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	pass := app.PassOptions{MaxChunkSizeBytes: maxChunk, Policy: string(policy.Auto), MinChunks: 2, Scope: []string{"sequence:live"}}
+	if err := app.EnsureSchedule(ctx, e.srv.Client, e.cfg, pass, 3*time.Second, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		wg       sync.WaitGroup
+		ingestOK = make(chan []ingest.IngestedTopic, 1)
+		ingErr   error
+	)
+	wg.Go(func() {
+		topics, err := ingest.Ingest(ctx, e.cat, e.b, live)
+		ingErr = err
+		ingestOK <- topics
+	})
+	// Wait for the topic, then sample it until ingestion ends.
+	var prefix string
+	deadline := time.Now().Add(30 * time.Second)
+	for prefix == "" {
+		if tp, err := e.cat.TopicByLocator(ctx, "live/sensors/imu"); err == nil {
+			prefix = tp.DataPrefix
+		} else if time.Now().After(deadline) {
+			t.Fatalf("live topic never appeared: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var rows [][]liveRow // rows of every ingested chunk read so far, by ordinal
+	samples := 0
+	var topics []ingest.IngestedTopic
+	for done := false; !done; {
+		select {
+		case topics = <-ingestOK:
+			done = true
+		case <-time.After(700 * time.Millisecond):
+		}
+		if ingErr != nil {
+			t.Fatal(ingErr)
+		}
+		before := int(recorded.Load())
+		var got []string
+		st, err := topicread.Window(ctx, e.cat, e.b, "live/sensors/imu", math.MinInt64, math.MaxInt64, nil, func(rec arrow.RecordBatch) error {
+			for i := range int(rec.NumRows()) {
+				got = append(got, rowText(rec, i))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("sample %d: %v", samples, err)
+		}
+		after := int(recorded.Load())
+		for len(rows) < after {
+			rows = append(rows, e.chunkRows(t, prefix, len(rows)))
+		}
+		// The read saw the catalog at one moment between before and after: exactly the chunks
+		// 0..k-1 for one k in [before, after].
+		matched := -1
+		for k := before; k <= after && matched < 0; k++ {
+			if want := inOrder(slices.Concat(rows[:k]...)); slices.Equal(got, want) {
+				matched = k
+			}
+		}
+		if matched < 0 {
+			want := inOrder(slices.Concat(rows[:before]...))
+			t.Fatalf("sample %d: %d rows read, not the rows of the first %d..%d chunks in order (%d rows at %d chunks, first difference at %d)",
+				samples, len(got), before, after, len(want), before, firstDifference(got, want))
+		}
+		samples++
+		if samples%10 == 0 {
+			t.Logf("sample %d: %d chunks, %d rows in order; %d chunks %d blocks %d bytes fetched", samples, matched, len(got), st.Chunks, st.Blocks, st.BytesFetched)
+		}
+	}
+	wg.Wait()
+	if err := e.srv.Client.ScheduleClient().GetHandle(ctx, app.ScheduleID).Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The last pass after finalization (a scheduled run may still be going: wait for it by
+	// running until the topic is one sorted run).
+	id := topics[0].TopicID
+	for attempt := 0; ; attempt++ {
+		e.runPass(t, pass)
+		lv, err := e.cat.Levels(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lv[id].L0Chunks == 0 {
+			break
+		}
+		if attempt > 5 {
+			t.Fatalf("after finalization the topic still has %d L0 chunks", lv[id].L0Chunks)
+		}
+		time.Sleep(time.Second)
+	}
+	opts, err := e.cat.Optimizations(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tiered, leveled int
+	for _, o := range opts {
+		switch o.Policy {
+		case policy.Tiered:
+			tiered++
+		case policy.Leveled:
+			leveled++
+		}
+	}
+	t.Logf("%d samples; compactions: %d tiered, %d leveled", samples, tiered, leveled)
+	if tiered == 0 || leveled == 0 || samples < 20 {
+		t.Fatalf("compactions %d tiered, %d leveled, %d samples: want both policies and many samples", tiered, leveled, samples)
+	}
+
+	// One full rewrite of the same input, for comparison.
+	if _, err := ingest.Ingest(ctx, e.cat, e.b, whole); err != nil {
+		t.Fatal(err)
+	}
+	res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk, Scope: []string{"sequence:whole"}})
+	if res.Optimized != 1 {
+		t.Fatalf("full rewrite %+v", res)
+	}
+	wholeTopic, err := e.cat.TopicByLocator(ctx, "whole/sensors/imu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := readTopic(t, e.b, chunkKeys(t, e.cat, id))
+	b := readTopic(t, e.b, chunkKeys(t, e.cat, wholeTopic.ID))
+	checkOrder(t, a)
+	if !slices.Equal(a.ordered, b.ordered) || len(a.ordered) != chunks*20 {
+		t.Fatalf("live topic after its last pass: %d rows, one full rewrite %d (first difference at %d)",
+			len(a.ordered), len(b.ordered), firstDifference(a.ordered, b.ordered))
+	}
+	for _, l := range e.levels(t, id) {
+		if l != "L1" {
+			t.Fatalf("live topic after its last pass: %v, want one sorted L1 run", e.levels(t, id))
+		}
+	}
+}
+
+func firstDifference(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
