@@ -118,7 +118,7 @@ func TestLiveTopicUnderAutoSchedule(t *testing.T) {
 	ctx := context.Background()
 	const (
 		interval = 50 * time.Millisecond
-		chunks   = 1200 // a minute
+		chunks   = 1200    // a minute
 		maxChunk = 1 << 20 // leveled once the L0 bytes reach it (about every 15 s), tiered before
 	)
 	spec := ingest.TopicSpec{Path: "sensors/imu", Kind: ingest.IMU, Chunks: chunks, RowsPerChunk: 20, Overlap: 0.1,
