@@ -32,16 +32,26 @@ const (
 // suiteMaxChunk is the output chunk size limit of the suite's runs (several output groups).
 const suiteMaxChunk = 32 << 10
 
+// policyMaxChunk is the output chunk size limit of the tiered and leveled scenarios.
+const policyMaxChunk = 96 << 10
+
 // suiteHeartbeat is the heartbeat timeout of ReadSort and WriteChunks in the suite's runs: a
 // killed or hung data activity is retried this long after its last heartbeat.
 const suiteHeartbeat = 3 * time.Second
 
-// faultScenario is one fault at one point.
+// faultScenario is one fault at one point, in a run of the full policy or (policy set) of a
+// tiered or leveled compaction of a live topic.
 type faultScenario struct {
 	point, action string
+	policy        string
 }
 
-func (s faultScenario) name() string { return s.action + "@" + s.point }
+func (s faultScenario) name() string {
+	if s.policy != "" {
+		return s.action + "@" + s.point + "/" + s.policy
+	}
+	return s.action + "@" + s.point
+}
 
 // spec is the scenario's STOREOPT_FAULTS.
 func (s faultScenario) spec() string {
@@ -82,15 +92,22 @@ func (s faultScenario) needsFailingTopic() bool {
 func faultScenarios(short bool) []faultScenario {
 	if short {
 		return []faultScenario{
-			{faults.CommitAfterTx, actionFail},
-			{faults.ReadSortStart, actionKill},
-			{faults.WriteChunksAfterWrite, actionHang},
+			{point: faults.CommitAfterTx, action: actionFail},
+			{point: faults.ReadSortStart, action: actionKill},
+			{point: faults.WriteChunksAfterWrite, action: actionHang},
+			{point: faults.WriteChunksAfterWrite, action: actionKill, policy: "tiered"},
 		}
 	}
 	var out []faultScenario
 	for _, action := range []string{actionFail, actionKill, actionHang} {
 		for _, p := range faults.Points {
-			out = append(out, faultScenario{p, action})
+			out = append(out, faultScenario{point: p, action: action})
+		}
+	}
+	// The steps the policies change: a worker killed while writing, and around the commit.
+	for _, pol := range []string{"tiered", "leveled"} {
+		for _, p := range []string{faults.WriteChunksAfterWrite, faults.CommitBeforeTx, faults.CommitAfterTx} {
+			out = append(out, faultScenario{point: p, action: actionKill, policy: pol})
 		}
 	}
 	return out
@@ -167,6 +184,9 @@ func TestFaultSuite(t *testing.T) {
 func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScenario) string {
 	ctx := context.Background()
 	e := newIsolatedEnv(t, srv, fmt.Sprintf("fault-suite-%02d", i))
+	if sc.policy != "" {
+		return runPolicyFaultScenario(t, e, i, sc)
+	}
 	opts, err := ingest.Preset("test", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +214,7 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 	stored := e.storeContent(t)
 
 	sup := superviseWorker(t, e, sc.spec())
-	res := e.runWithHeartbeat(t, fmt.Sprintf("fault-suite-%02d", i), suiteHeartbeat)
+	res := e.runWithHeartbeat(t, fmt.Sprintf("fault-suite-%02d", i), suiteHeartbeat, workflows.StoreOptimizerInput{})
 
 	if !sup.log.faultHit(sc.point) {
 		t.Errorf("fault %s never acted", sc.spec())
@@ -293,15 +313,19 @@ func (e *env) checkFailedThenOptimized(t *testing.T, c *corruptTopic, res workfl
 	e.queueEmpty(t)
 }
 
-// runWithHeartbeat runs StoreOptimizerWorkflow as id on e's task queue with the given heartbeat
-// timeout for the data activities, and waits for it (at most 5 minutes).
-func (e *env) runWithHeartbeat(t *testing.T, id string, heartbeat time.Duration) workflows.StoreOptimizerResult {
+// runWithHeartbeat runs StoreOptimizerWorkflow as id with input in (MaxChunkSizeBytes 0:
+// suiteMaxChunk) on e's task queue with the given heartbeat timeout for the data activities, and
+// waits for it (at most 5 minutes).
+func (e *env) runWithHeartbeat(t *testing.T, id string, heartbeat time.Duration, in workflows.StoreOptimizerInput) workflows.StoreOptimizerResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	if in.MaxChunkSizeBytes == 0 {
+		in.MaxChunkSizeBytes = suiteMaxChunk
+	}
+	in.HeartbeatTimeout = heartbeat
 	run, err := e.srv.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.cfg.TaskQueue},
-		workflows.StoreOptimizerWorkflow, workflows.StoreOptimizerInput{
-			MaxChunkSizeBytes: suiteMaxChunk, HeartbeatTimeout: heartbeat})
+		workflows.StoreOptimizerWorkflow, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,4 +347,83 @@ func (e *env) topicResult(t *testing.T, locator string) workflows.OptimizeTopicR
 		t.Fatalf("topic %s: optimization workflow: %v", locator, err)
 	}
 	return res
+}
+
+// runPolicyFaultScenario runs a tiered or leveled compaction of a live IMU topic (a leveled one on
+// a topic whose first chunks are an L1 run already) with the fault, then checks that the topic
+// holds exactly its rows once (L0 chunks joined for tiered; one sorted L1 run for leveled), that
+// every chunk row's object is there with its size, that one optimization of the policy was
+// recorded and the queue is empty.
+func runPolicyFaultScenario(t *testing.T, e *env, i int, sc faultScenario) string {
+	ctx := context.Background()
+	opts, err := ingest.Preset("test", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Sequence, opts.NoFinalize = fmt.Sprintf("fault_%02d", i), true
+	opts.Topics = opts.Topics[:1]
+	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ingested[0].TopicID
+	records := 0
+	if sc.policy == "leveled" {
+		// A first leveled compaction without faults makes an L1 run; new chunks then overlap it.
+		stop := testenv.StartWorker(t, e.srv.Client, e.cfg)
+		if res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: policyMaxChunk, Policy: "leveled"}); res.Leveled != 1 {
+			t.Fatalf("first leveled run %+v", res)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if err := ingest.Append(ctx, e.cat, e.b, opts, ingested, opts.Topics[0].Chunks, 5); err != nil {
+			t.Fatal(err)
+		}
+		records = 1
+	}
+	keys := chunkKeys(t, e.cat, id)
+	before := readTopic(t, e.b, keys)
+
+	sup := superviseWorker(t, e, sc.spec())
+	// Tiered joins chunks smaller than half the chunk size: the test IMU chunks are about 22 KB.
+	res := e.runWithHeartbeat(t, fmt.Sprintf("fault-suite-%02d", i), suiteHeartbeat,
+		workflows.StoreOptimizerInput{MaxChunkSizeBytes: policyMaxChunk, Policy: sc.policy})
+	if !sup.log.faultHit(sc.point) {
+		t.Errorf("fault %s never acted", sc.spec())
+	}
+	deaths := sup.restarts()
+	if len(deaths) == 0 {
+		t.Errorf("worker was not killed at %s", sc.point)
+	}
+	if res.Optimized != 1 || res.Failed != 0 || res.Tiered+res.Leveled != 1 {
+		t.Errorf("run result %+v, want one %s compaction", res, sc.policy)
+	}
+	chunks, err := e.cat.Chunks(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := readTopic(t, e.b, chunkKeys(t, e.cat, id))
+	equalRows(t, ingested[0].Locator, before, after)
+	for k, c := range chunks {
+		if c.RowCount != after.perChunk[k] || c.SizeBytes != after.chunkSize[k] {
+			t.Errorf("chunk %s: catalog says %d rows %d bytes, object has %d rows %d bytes",
+				c.ObjectKey, c.RowCount, c.SizeBytes, after.perChunk[k], after.chunkSize[k])
+		}
+		if want := map[string]string{"tiered": "L0", "leveled": "L1"}[sc.policy]; c.Level.String() != want {
+			t.Errorf("chunk %s is %s after a %s compaction", c.ObjectKey, c.Level, sc.policy)
+		}
+	}
+	if len(chunks) >= len(keys) {
+		t.Errorf("%d chunks before, %d after the %s compaction", len(keys), len(chunks), sc.policy)
+	}
+	if sc.policy == "leveled" {
+		checkOrder(t, after)
+	}
+	optims, err := e.cat.Optimizations(ctx, id)
+	if err != nil || len(optims) != records+1 || string(optims[len(optims)-1].Policy) != sc.policy {
+		t.Errorf("optimization records %+v (err %v), want %d, the last %s", optims, err, records+1, sc.policy)
+	}
+	e.queueEmpty(t)
+	return fmt.Sprintf("%s: %d chunks -> %d, worker killed %d× and restarted", sc.policy, len(keys), len(chunks), len(deaths))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/workflows"
 )
 
 // TestPanicInGoroutineFailsOnlyItsActivity panics once inside each kind of goroutine that an
@@ -55,7 +56,7 @@ func TestPanicInGoroutineFailsOnlyItsActivity(t *testing.T) {
 			stored := e.storeContent(t)
 
 			sup := superviseWorker(t, e, point+"=panic*1")
-			res := e.runWithHeartbeat(t, fmt.Sprintf("panic-%02d", i), suiteHeartbeat)
+			res := e.runWithHeartbeat(t, fmt.Sprintf("panic-%02d", i), suiteHeartbeat, workflows.StoreOptimizerInput{})
 
 			if !sup.log.faultHit(point) {
 				t.Fatalf("fault %s=panic never acted", point)
