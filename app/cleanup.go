@@ -166,6 +166,10 @@ func WriteCleanupSummary(w io.Writer, workflowID string, res workflows.CleanupRe
 		fmt.Fprintf(tw, "uploads\t%d found, %d aborted (%d bytes), %d failed (unfinished S3 multipart uploads; younger ones and those of running optimizations are kept)\n",
 			res.Uploads, res.UploadsAborted, res.UploadBytesAborted, res.UploadsFailed)
 	}
+	if res.ReplacedDeleted+res.ReplacedPending+res.ReplacedFailed > 0 {
+		fmt.Fprintf(tw, "replaced objects\t%d deleted, %d pending, %d failed (chunks replaced by compactions of live topics)\n",
+			res.ReplacedDeleted, res.ReplacedPending, res.ReplacedFailed)
+	}
 	if res.Ignored > 0 {
 		fmt.Fprintf(tw, "ignored\t%d (top-level entries that are not tp_<ULID>/ prefixes)\n", res.Ignored)
 	}
@@ -179,7 +183,7 @@ func WriteCleanupSummary(w io.Writer, workflowID string, res workflows.CleanupRe
 	for _, e := range res.Errors {
 		fmt.Fprintln(w, oneLine(e))
 	}
-	if more := res.DeleteFailed + res.TempFilesFailed + res.UploadsFailed - len(res.Errors); more > 0 {
+	if more := res.DeleteFailed + res.TempFilesFailed + res.UploadsFailed + res.ReplacedFailed - len(res.Errors); more > 0 {
 		fmt.Fprintf(w, "… %d more (see the worker log)\n", more)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
@@ -351,3 +352,80 @@ func TestLeveledReadsOnlyTheOverlappingRun(t *testing.T) {
 
 var _ = fmt.Sprint
 var _ = catalog.ErrNotFound
+
+// TestCleanupDeletesReplacedChunks: the objects of chunks replaced by tiered and leveled
+// compactions of a live topic (inside its ingestion prefix, which stays referenced) are deleted by
+// the cleanup once the retention has passed, and never an object a chunk row names; a tiered
+// output prefix that no chunk lives in any more goes as a whole.
+func TestCleanupDeletesReplacedChunks(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	lt := e.liveSequence(t, "clean", 8)
+	id := lt.topics[0].TopicID // the IMU topic
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	before := readTopic(t, e.b, chunkKeys(t, e.cat, id))
+	ingestedKeys := chunkKeys(t, e.cat, id)
+
+	if res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 128 << 10, Policy: "tiered", Scope: []string{"topic:" + lt.topics[0].Locator}}); res.Tiered != 1 {
+		t.Fatalf("tiered run %+v", res)
+	}
+	tieredKeys := chunkKeys(t, e.cat, id)
+	replaced := 0
+	for _, k := range ingestedKeys {
+		if !slices.Contains(tieredKeys, k) {
+			replaced++
+		}
+	}
+	// Inside the retention nothing goes.
+	res := e.runCleanup(t, time.Hour)
+	if res.ReplacedDeleted != 0 || res.ReplacedPending != replaced {
+		t.Fatalf("cleanup inside the retention: %+v, want %d replaced objects pending", res, replaced)
+	}
+	for _, k := range ingestedKeys {
+		if ok, err := e.b.Exists(ctx, k); err != nil || !ok {
+			t.Fatalf("object %s gone inside the retention (err %v)", k, err)
+		}
+	}
+	res = e.runCleanup(t, 0)
+	if res.ReplacedDeleted != replaced || res.ReplacedFailed != 0 {
+		t.Fatalf("cleanup after the retention: %+v, want %d replaced objects deleted", res, replaced)
+	}
+	for _, k := range ingestedKeys {
+		ok, err := e.b.Exists(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != slices.Contains(tieredKeys, k) {
+			t.Fatalf("object %s: exists %t, but a chunk row names it: %t", k, ok, slices.Contains(tieredKeys, k))
+		}
+	}
+	topic, err := e.cat.TopicByLocator(ctx, lt.topics[0].Locator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.b.Exists(ctx, topic.DataPrefix+"/metadata.json"); err != nil || !ok {
+		t.Fatalf("the live topic's metadata.json is gone (err %v)", err)
+	}
+	equalRows(t, lt.topics[0].Locator, before, readTopic(t, e.b, tieredKeys))
+
+	// Leveled replaces the tiered outputs: their objects go, and so does the prefix they lived in.
+	e.appendChunks(t, lt, 8, 2)
+	if res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 128 << 10, Policy: "leveled", Scope: []string{"topic:" + lt.topics[0].Locator}}); res.Leveled != 1 {
+		t.Fatalf("leveled run %+v", res)
+	}
+	leveledKeys := chunkKeys(t, e.cat, id)
+	res = e.runCleanup(t, 0)
+	if res.ReplacedFailed != 0 || res.DeleteFailed != 0 {
+		t.Fatalf("cleanup after leveled: %+v", res)
+	}
+	for _, k := range tieredKeys {
+		ok, err := e.b.Exists(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != slices.Contains(leveledKeys, k) {
+			t.Fatalf("object %s after leveled and cleanup: exists %t, named by a chunk row %t", k, ok, slices.Contains(leveledKeys, k))
+		}
+	}
+	checkOrder(t, readTopic(t, e.b, leveledKeys))
+}

@@ -64,7 +64,7 @@ periodically; a pass still going when the next one is due makes the schedule ski
 				wait:    app.WaitCleanup,
 				summary: app.WriteCleanupSummary,
 				failed: func(res workflows.CleanupResult) error {
-					if res.DeleteFailed > 0 || res.TempFilesFailed > 0 || res.UploadsFailed > 0 {
+					if res.DeleteFailed > 0 || res.TempFilesFailed > 0 || res.UploadsFailed > 0 || res.ReplacedFailed > 0 {
 						return errDeleteFailed
 					}
 					return nil

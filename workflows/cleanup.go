@@ -20,6 +20,7 @@ const (
 	cleanupStepDelete    = "delete"
 	cleanupStepTempFiles = "temp-files"
 	cleanupStepUploads   = "uploads"
+	cleanupStepReplaced  = "replaced"
 )
 
 // cleanupTempFilesChange is the workflow.GetVersion change ID of the DeleteTempFiles step:
@@ -29,6 +30,10 @@ const cleanupTempFilesChange = "cleanup-temp-files"
 // cleanupUploadsChange is the workflow.GetVersion change ID of the AbortAbandonedUploads step:
 // passes recorded before it have no such step.
 const cleanupUploadsChange = "cleanup-abort-unfinished-uploads"
+
+// cleanupReplacedChange is the workflow.GetVersion change ID of the DeleteReplacedObjects step:
+// passes recorded before it have no such step.
+const cleanupReplacedChange = "cleanup-replaced-objects"
 
 // CleanupInput is the input of CleanupWorkflow.
 type CleanupInput struct {
@@ -71,7 +76,13 @@ type CleanupResult struct {
 	UploadsAborted     int
 	UploadBytesAborted int64
 	UploadsFailed      int
-	Errors             []string // the first deletion and abort errors (at most activities.MaxCleanupErrors)
+	// Objects of chunks replaced by compactions of live topics (their prefix stays referenced):
+	// deleted once replaced at least the retention ago, still inside the retention, and those
+	// the store refused to delete (retried by the next pass).
+	ReplacedDeleted int
+	ReplacedPending int
+	ReplacedFailed  int
+	Errors          []string // the first deletion and abort errors (at most activities.MaxCleanupErrors)
 }
 
 // CleanupWorkflow is one pass of the cleanup routine: MarkPrefixes lists every top-level
@@ -82,7 +93,9 @@ type CleanupResult struct {
 // deletes the temporary files that killed writes left in a file:// store (also in referenced
 // prefixes, never under a live lease) once they are RetentionDuration old, and
 // AbortAbandonedUploads aborts the unfinished multipart uploads of an S3 store under
-// "tp_<ULID>/" keys (never under a live lease) started at least RetentionDuration ago. The old
+// "tp_<ULID>/" keys (never under a live lease) started at least RetentionDuration ago, and
+// DeleteReplacedObjects deletes the objects of chunks that compactions of live topics replaced
+// inside prefixes that stay referenced, once replaced RetentionDuration ago. The old
 // prefix of an
 // optimized topic is thus deleted one retention period after the first pass that sees it
 // unreferenced, so readers that resolved it just before the switch keep working.
@@ -93,7 +106,7 @@ type CleanupResult struct {
 // retries, or with a non-retryable activities.ErrTypeInput error for a negative retention.
 //
 // Queries: ProgressQuery returns the current step ("mark", "delete", "temp-files", "uploads",
-// "done").
+// "replaced", "done").
 func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, error) {
 	retention := DefaultRetentionDuration
 	if in.RetentionDuration != nil {
@@ -152,13 +165,25 @@ func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, erro
 		res.Errors = append(res.Errors, up.Errors[:min(len(up.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
 	}
 
+	if workflow.GetVersion(ctx, cleanupReplacedChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		step = cleanupStepReplaced
+		var rep activities.DeleteReplacedObjectsResult
+		if err := workflow.ExecuteActivity(actx, a.DeleteReplacedObjects, activities.DeleteReplacedObjectsInput{
+			RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &rep); err != nil {
+			return res, err
+		}
+		res.ReplacedDeleted, res.ReplacedPending, res.ReplacedFailed = rep.Deleted, rep.Pending, rep.Failed
+		res.Errors = append(res.Errors, rep.Errors[:min(len(rep.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
+	}
+
 	step = stepDone
 	logger.Info("Cleanup finished", "RetentionDuration", retention, "Prefixes", res.Prefixes,
 		"Referenced", res.Referenced, "Marked", res.Marked, "Unmarked", res.Unmarked, "Pending", res.Pending,
 		"Deleted", res.Deleted, "DeletedObjects", res.DeletedObjects, "DeleteFailed", res.DeleteFailed,
 		"TempFiles", res.TempFiles, "TempFilesDeleted", res.TempFilesDeleted, "TempFilesFailed", res.TempFilesFailed,
 		"Uploads", res.Uploads, "UploadsAborted", res.UploadsAborted, "UploadBytesAborted", res.UploadBytesAborted,
-		"UploadsFailed", res.UploadsFailed)
+		"UploadsFailed", res.UploadsFailed, "ReplacedDeleted", res.ReplacedDeleted, "ReplacedPending", res.ReplacedPending,
+		"ReplacedFailed", res.ReplacedFailed)
 	for _, e := range res.Errors {
 		logger.Warn("Prefix not deleted", "Error", e)
 	}
