@@ -45,7 +45,8 @@ func (c *Catalog) Commit(ctx context.Context, topicID int64, fencingToken string
 //     ChunkSetVersion and InputChunkIDs), else ErrChunkSetChanged; no plan is ErrNotFound;
 //  4. verify(plan, staged) is called inside the transaction with the staged chunks in output
 //     ordinal order; its error aborts the commit and is returned wrapped (errors.As works);
-//  5. the input chunk rows are deleted (their object keys recorded for cleanup), L1 ordinals
+//  5. the input chunk rows are deleted (their object keys recorded for cleanup unless
+//     spec.ReplaceAll: then their prefixes go whole), L1 ordinals
 //     shifted as spec says, and the staged chunks inserted at their target ordinal, at level L0
 //     for a Tiered plan and L1 otherwise;
 //     the topic's optimized_at becomes now, its min/max timestamp_ns those of its chunks, its
@@ -142,9 +143,13 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 		sql  string
 		args []any
 	}{
+		// A full commit replaces every chunk and switches the data prefix: every prefix its
+		// inputs lived in becomes unreferenced and goes whole. Otherwise the inputs' prefixes
+		// may stay referenced (the ingestion prefix of a live topic): cleanup deletes the
+		// replaced objects one by one.
 		{"record replaced objects", `INSERT INTO replaced_objects (object_key, topic_id)
-			SELECT object_key, topic_id FROM chunks WHERE topic_id = $1 AND id = ANY($2)
-			ON CONFLICT (object_key) DO NOTHING`, []any{topicID, plan.InputChunkIDs}},
+			SELECT object_key, topic_id FROM chunks WHERE topic_id = $1 AND id = ANY($2) AND NOT $3
+			ON CONFLICT (object_key) DO NOTHING`, []any{topicID, plan.InputChunkIDs, spec.ReplaceAll}},
 		{"delete input chunk rows", `DELETE FROM chunks WHERE topic_id = $1 AND id = ANY($2)`, []any{topicID, plan.InputChunkIDs}},
 		{"shift the sorted run", `UPDATE chunks SET ordinal = ordinal + $3
 			WHERE topic_id = $1 AND level = 1 AND ordinal >= $2 AND $3 <> 0`, []any{topicID, spec.L1ShiftFrom, spec.L1ShiftBy}},

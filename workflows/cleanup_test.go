@@ -43,6 +43,14 @@ func runCleanup(t *testing.T, in CleanupInput, deleted activities.DeleteMarkedPr
 			return activities.AbortUploadsResult{Kind: "S3 multipart upload", Found: 5, Aborted: 2, AbortedBytes: 5 << 20,
 				Pending: 1, InFlight: 1, Failed: 1, Errors: []string{"S3 multipart upload u1 of tp_Z/data/00000.parquet: access denied"}}, nil
 		}).Maybe()
+	env.OnActivity(a.DeleteReplacedObjects, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DeleteReplacedObjectsInput) (activities.DeleteReplacedObjectsResult, error) {
+			if in.RetentionDuration != got {
+				return activities.DeleteReplacedObjectsResult{}, fmt.Errorf("DeleteReplacedObjects: retention %s, DeleteMarkedPrefixes %s", in.RetentionDuration, got)
+			}
+			return activities.DeleteReplacedObjectsResult{Deleted: 7, Pending: 3, Failed: 1,
+				Errors: []string{"replaced object tp_W/data/00003.parquet: permission denied"}}, nil
+		}).Maybe()
 	env.ExecuteWorkflow(CleanupWorkflow, in)
 	require.True(t, env.IsWorkflowCompleted())
 	var res CleanupResult
@@ -62,8 +70,10 @@ func TestCleanupWorkflowCombinesCounts(t *testing.T) {
 	require.Equal(t, CleanupResult{Prefixes: 10, Referenced: 6, Marked: 2, Unmarked: 2, Ignored: 1,
 		Deleted: 3, DeletedObjects: 40, DeleteFailed: 1, TempFiles: 4, TempFilesDeleted: 2, TempFilesFailed: 1,
 		Uploads: 5, UploadsAborted: 2, UploadBytesAborted: 5 << 20, UploadsFailed: 1,
+		ReplacedDeleted: 7, ReplacedPending: 3, ReplacedFailed: 1,
 		Errors: []string{"prefix tp_X: permission denied", "temporary file tp_Y/data/00000.parquet.1f.tmp: permission denied",
-			"S3 multipart upload u1 of tp_Z/data/00000.parquet: access denied"}}, res)
+			"S3 multipart upload u1 of tp_Z/data/00000.parquet: access denied",
+			"replaced object tp_W/data/00003.parquet: permission denied"}}, res)
 }
 
 func TestCleanupWorkflowRetention(t *testing.T) {
