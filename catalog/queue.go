@@ -37,6 +37,18 @@ func (c *Catalog) Enqueue(ctx context.Context, topicID int64) error {
 // finalizedTopic returns the topic if it exists and is finalized, else an error wrapping
 // ErrNotFound that says which.
 func (c *Catalog) finalizedTopic(ctx context.Context, q querier, topicID int64) (Topic, error) {
+	t, err := topicRow(ctx, q, topicID)
+	if err != nil {
+		return Topic{}, err
+	}
+	if t.FinalizedAt == nil {
+		return Topic{}, fmt.Errorf("topic %d (%q) is not finalized (ingestion still running): %w", topicID, t.Locator, ErrNotFound)
+	}
+	return t, nil
+}
+
+// topicRow returns the topic, or an error wrapping ErrNotFound when it does not exist.
+func topicRow(ctx context.Context, q querier, topicID int64) (Topic, error) {
 	rows, _ := q.Query(ctx, `SELECT `+topicColumns+` FROM topics t WHERE t.id = $1`, topicID)
 	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Topic])
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -44,9 +56,6 @@ func (c *Catalog) finalizedTopic(ctx context.Context, q querier, topicID int64) 
 	}
 	if err != nil {
 		return Topic{}, fmt.Errorf("topic %d: %w", topicID, err)
-	}
-	if t.FinalizedAt == nil {
-		return Topic{}, fmt.Errorf("topic %d (%q) is not finalized (ingestion still running): %w", topicID, t.Locator, ErrNotFound)
 	}
 	return t, nil
 }

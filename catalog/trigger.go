@@ -173,15 +173,7 @@ func (c *Catalog) leasableTopic(ctx context.Context, q querier, topicID int64, p
 	if p == policy.Full || p == "" {
 		return c.finalizedTopic(ctx, q, topicID)
 	}
-	rows, _ := q.Query(ctx, `SELECT `+topicColumns+` FROM topics t WHERE t.id = $1`, topicID)
-	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Topic])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Topic{}, fmt.Errorf("topic %d does not exist: %w", topicID, ErrNotFound)
-	}
-	if err != nil {
-		return Topic{}, fmt.Errorf("topic %d: %w", topicID, err)
-	}
-	return t, nil
+	return topicRow(ctx, q, topicID)
 }
 
 // LevelCounts are a topic's chunks and bytes per level.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"math"
 	"slices"
@@ -11,99 +10,14 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/internal/testrows"
 	"github.com/storeopt/storeopt/policy"
 	"github.com/storeopt/storeopt/topicread"
 )
-
-// liveRow is one ingested row with what orders it: timestamp, chunk ordinal, stored row.
-type liveRow struct {
-	ts      int64
-	null    bool
-	ordinal int
-	index   int64
-	text    string
-}
-
-// chunkRows reads the rows of ingested chunk ordinal of prefix (its object stays in the store).
-func (e *env) chunkRows(t *testing.T, prefix string, ordinal int) []liveRow {
-	t.Helper()
-	data, err := e.b.ReadAll(context.Background(), ingest.ChunkKey(prefix, ordinal))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(data), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
-	tr := array.NewTableReader(tbl, 0)
-	defer tr.Release()
-	var out []liveRow
-	for tr.Next() {
-		rec := tr.RecordBatch()
-		ts := rec.Column(rec.Schema().FieldIndices("timestamp_ns")[0]).(*array.Int64)
-		for i := range int(rec.NumRows()) {
-			r := liveRow{ordinal: ordinal, index: int64(len(out)), text: rowText(rec, i), null: ts.IsNull(i)}
-			if !r.null {
-				r.ts = ts.Value(i)
-			}
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func rowText(rec arrow.RecordBatch, i int) string {
-	var b bytes.Buffer
-	for c, col := range rec.Columns() {
-		if c > 0 {
-			b.WriteByte('|')
-		}
-		b.WriteString(col.ValueStr(i))
-	}
-	return b.String()
-}
-
-// inOrder returns the texts of the rows with a timestamp in global order.
-func inOrder(rows []liveRow) []string {
-	var in []liveRow
-	for _, r := range rows {
-		if !r.null {
-			in = append(in, r)
-		}
-	}
-	slices.SortStableFunc(in, func(a, b liveRow) int {
-		switch {
-		case a.ts != b.ts:
-			return cmpInt(a.ts, b.ts)
-		case a.ordinal != b.ordinal:
-			return a.ordinal - b.ordinal
-		}
-		return cmpInt(a.index, b.index)
-	})
-	out := make([]string, len(in))
-	for i, r := range in {
-		out[i] = r.text
-	}
-	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // TestLiveTopicUnderAutoSchedule: a live topic receives a chunk every 50 ms for a minute while a
 // Temporal Schedule runs the auto policy every 3 s (tiered and leveled both happen). Readers
@@ -155,7 +69,7 @@ func TestLiveTopicUnderAutoSchedule(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var rows [][]liveRow // rows of every ingested chunk read so far, by ordinal
+	var rows [][]testrows.Row // rows of every ingested chunk read so far, by ordinal
 	samples := 0
 	var topics []ingest.IngestedTopic
 	for done := false; !done; {
@@ -171,7 +85,7 @@ func TestLiveTopicUnderAutoSchedule(t *testing.T) {
 		var got []string
 		st, err := topicread.Window(ctx, e.cat, e.b, "live/sensors/imu", math.MinInt64, math.MaxInt64, nil, func(rec arrow.RecordBatch) error {
 			for i := range int(rec.NumRows()) {
-				got = append(got, rowText(rec, i))
+				got = append(got, testrows.Text(rec, i))
 			}
 			return nil
 		})
@@ -180,20 +94,24 @@ func TestLiveTopicUnderAutoSchedule(t *testing.T) {
 		}
 		after := int(recorded.Load())
 		for len(rows) < after {
-			rows = append(rows, e.chunkRows(t, prefix, len(rows)))
+			chunk, err := testrows.Read(ctx, e.b, ingest.ChunkKey(prefix, len(rows)), len(rows))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, chunk)
 		}
 		// The read saw the catalog at one moment between before and after: exactly the chunks
 		// 0..k-1 for one k in [before, after].
 		matched := -1
 		for k := before; k <= after && matched < 0; k++ {
-			if want := inOrder(slices.Concat(rows[:k]...)); slices.Equal(got, want) {
+			if want := testrows.Window(slices.Concat(rows[:k]...), math.MinInt64, math.MaxInt64); slices.Equal(got, want) {
 				matched = k
 			}
 		}
 		if matched < 0 {
-			want := inOrder(slices.Concat(rows[:before]...))
+			want := testrows.Window(slices.Concat(rows[:before]...), math.MinInt64, math.MaxInt64)
 			t.Fatalf("sample %d: %d rows read, not the rows of the first %d..%d chunks in order (%d rows at %d chunks, first difference at %d)",
-				samples, len(got), before, after, len(want), before, firstDifference(got, want))
+				samples, len(got), before, after, len(want), before, testrows.FirstDifference(got, want))
 		}
 		samples++
 		if samples%10 == 0 {
@@ -256,20 +174,11 @@ func TestLiveTopicUnderAutoSchedule(t *testing.T) {
 	checkOrder(t, a)
 	if !slices.Equal(a.ordered, b.ordered) || len(a.ordered) != chunks*20 {
 		t.Fatalf("live topic after its last pass: %d rows, one full rewrite %d (first difference at %d)",
-			len(a.ordered), len(b.ordered), firstDifference(a.ordered, b.ordered))
+			len(a.ordered), len(b.ordered), testrows.FirstDifference(a.ordered, b.ordered))
 	}
 	for _, l := range e.levels(t, id) {
 		if l != "L1" {
 			t.Fatalf("live topic after its last pass: %v, want one sorted L1 run", e.levels(t, id))
 		}
 	}
-}
-
-func firstDifference(a, b []string) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
 }

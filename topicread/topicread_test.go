@@ -1,110 +1,34 @@
 package topicread_test
 
 import (
-	"bytes"
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
 
 	"github.com/storeopt/storeopt/activities"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/pgtest"
 	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/internal/testrows"
 	"github.com/storeopt/storeopt/topicread"
 )
 
-// row is one row of the topic as the brute-force reader sees it.
-type row struct {
-	ts      int64
-	null    bool
-	ordinal int   // ingestion order of its chunk
-	index   int64 // stored row index in that chunk
-	text    string
-}
-
 // ingested reads every ingested chunk of the topic (their objects stay in the store after
 // compactions) and returns every row.
-func ingested(t *testing.T, b *blob.Bucket, prefix string, chunks int) []row {
+func ingested(t *testing.T, b *blob.Bucket, prefix string, chunks int) []testrows.Row {
 	t.Helper()
-	var out []row
+	var out []testrows.Row
 	for o := range chunks {
-		data, err := b.ReadAll(context.Background(), ingest.ChunkKey(prefix, o))
+		rows, err := testrows.Read(context.Background(), b, ingest.ChunkKey(prefix, o), o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(data), nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := array.NewTableReader(tbl, 0)
-		var idx int64
-		for tr.Next() {
-			rec := tr.RecordBatch()
-			for i := range int(rec.NumRows()) {
-				r := row{ordinal: o, index: idx, text: render(rec, i)}
-				ts := rec.Column(rec.Schema().FieldIndices("timestamp_ns")[0]).(*array.Int64)
-				r.null = ts.IsNull(i)
-				if !r.null {
-					r.ts = ts.Value(i)
-				}
-				out = append(out, r)
-				idx++
-			}
-		}
-		tr.Release()
-		tbl.Release()
+		out = append(out, rows...)
 	}
 	return out
-}
-
-func render(rec arrow.RecordBatch, i int) string {
-	parts := make([]string, rec.NumCols())
-	for c, col := range rec.Columns() {
-		parts[c] = col.ValueStr(i)
-	}
-	return strings.Join(parts, "|")
-}
-
-// window is what a reader must see: the rows with from <= ts < to in global order (timestamp,
-// then ingestion order, then stored row).
-func window(rows []row, from, to int64) []string {
-	var in []row
-	for _, r := range rows {
-		if !r.null && r.ts >= from && r.ts < to {
-			in = append(in, r)
-		}
-	}
-	slices.SortFunc(in, func(a, b row) int {
-		if a.ts != b.ts {
-			return compare(a.ts, b.ts)
-		}
-		if a.ordinal != b.ordinal {
-			return a.ordinal - b.ordinal
-		}
-		return compare(a.index, b.index)
-	})
-	out := make([]string, len(in))
-	for i, r := range in {
-		out[i] = r.text
-	}
-	return out
-}
-
-func compare(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // compact runs one compaction of policy through the activities (no Temporal: WithRun stands for
@@ -161,8 +85,8 @@ func TestWindowsAreTheRowsOfOneFullRewrite(t *testing.T) {
 		rows := ingested(t, b, tp.Prefix, chunks)
 		var lo, hi int64 = 1 << 62, -1 << 62
 		for _, r := range rows {
-			if !r.null {
-				lo, hi = min(lo, r.ts), max(hi, r.ts)
+			if !r.Null {
+				lo, hi = min(lo, r.Ts), max(hi, r.Ts)
 			}
 		}
 		span := hi - lo
@@ -170,16 +94,16 @@ func TestWindowsAreTheRowsOfOneFullRewrite(t *testing.T) {
 			var got []string
 			st, err := topicread.Window(ctx, cat, b, tp.Locator, w[0], w[1], nil, func(rec arrow.RecordBatch) error {
 				for i := range int(rec.NumRows()) {
-					got = append(got, render(rec, i))
+					got = append(got, testrows.Text(rec, i))
 				}
 				return nil
 			})
 			if err != nil {
 				t.Fatalf("%s: window %v: %v", step, w, err)
 			}
-			want := window(rows, w[0], w[1])
+			want := testrows.Window(rows, w[0], w[1])
 			if !slices.Equal(got, want) {
-				t.Fatalf("%s: window [%d, %d): %d rows, want %d (first difference at %d)", step, w[0], w[1], len(got), len(want), firstDiff(got, want))
+				t.Fatalf("%s: window [%d, %d): %d rows, want %d (first difference at %d)", step, w[0], w[1], len(got), len(want), testrows.FirstDifference(got, want))
 			}
 			if st.Rows != int64(len(want)) {
 				t.Fatalf("%s: stats say %d rows, %d read", step, st.Rows, len(want))
@@ -211,13 +135,4 @@ func TestWindowsAreTheRowsOfOneFullRewrite(t *testing.T) {
 		t.Fatal("full had nothing to do")
 	}
 	check("full", 18)
-}
-
-func firstDiff(a, b []string) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
 }
