@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -428,4 +431,59 @@ func TestCleanupDeletesReplacedChunks(t *testing.T) {
 		}
 	}
 	checkOrder(t, readTopic(t, e.b, leveledKeys))
+}
+
+// TestStarterLevelsCommands drives the levels through the starter binary as an operator does:
+// ingest a live sequence, a scoped auto pass, report --levels, read a window (--json), finalize,
+// and clear usage errors for a bad policy or scope.
+func TestStarterLevelsCommands(t *testing.T) {
+	e := newEnv(t)
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	run := func(want int, args ...string) string {
+		t.Helper()
+		out, code := e.starter(t, args...)
+		if code != want {
+			t.Fatalf("starter %v exited %d, want %d:\n%s", args, code, want, out)
+		}
+		return out
+	}
+	run(0, "ingest", "--preset", "test", "--sequence", "cli", "--live", "3s", "--chunk-interval", "300ms", "--no-finalize")
+	out := run(0, "report", "--levels")
+	if !strings.Contains(out, "cli/sensors/imu") || !strings.Contains(out, "false") {
+		t.Fatalf("report --levels before:\n%s", out)
+	}
+	out = run(0, "store-optimizer", "--policy", "auto", "--min-chunks", "2", "--scope", "sequence:cli", "--max-chunk-size", "200000")
+	if !regexp.MustCompile(`optimized\s+3`).MatchString(out) {
+		t.Fatalf("auto pass:\n%s", out)
+	}
+	out = run(0, "report", "--levels")
+	t.Logf("report --levels:\n%s", out)
+
+	topic, err := e.cat.TopicByLocator(context.Background(), "cli/sensors/imu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topic.MinTimestampNs == nil {
+		t.Fatal("live topic without a timestamp range")
+	}
+	from, to := *topic.MinTimestampNs, *topic.MaxTimestampNs+1
+	out = run(0, "read", "--topic", "cli/sensors/imu", "--from", fmt.Sprint(from), "--to", fmt.Sprint(to), "--json")
+	var st struct {
+		Rows         int64 `json:"rows"`
+		Blocks       int64 `json:"blocks"`
+		BytesFetched int64 `json:"bytes_fetched"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &st); err != nil {
+		t.Fatalf("read --json: %v\n%s", err, out)
+	}
+	if st.Rows == 0 || st.Blocks == 0 || st.BytesFetched <= 0 {
+		t.Fatalf("read --json: %s", out)
+	}
+	run(0, "finalize", "--sequence", "cli")
+	run(2, "store-optimizer", "--policy", "sideways")
+	out = run(2, "store-optimizer", "--scope", "tenant:x")
+	if !strings.Contains(out, "sequence:NAME") {
+		t.Fatalf("bad scope message:\n%s", out)
+	}
+	run(2, "read", "--topic", "cli/sensors/imu", "--from", "10", "--to", "5")
 }
