@@ -54,6 +54,8 @@ type config struct {
 func main() {
 	var cfg config
 	var shape, jobs, job, jobSpec, jobResult string
+	var levels bool
+	var levelsBatch int
 	flag.StringVar(&shape, "shape", "all", "dataset shape: imu (narrow IMU rows), image (binary payload rows) or all")
 	flag.Int64Var(&cfg.size, "size", 0, "target uncompressed Arrow size of the topic, bytes (0 = 1100000000 for imu, 500000000 for image)")
 	flag.IntVar(&cfg.chunks, "chunks", 0, "number of input chunks (0 = 2000 for imu, 300 for image)")
@@ -74,6 +76,8 @@ func main() {
 	flag.StringVar(&cfg.memProfile, "memprofile", "", "write a heap profile (in-use and allocations) at the end of every storeopt job run, named like -cpuprofile")
 	flag.StringVar(&cfg.temporalAddress, "temporal-address", "127.0.0.1:7233", "Temporal frontend of the worker job (scripts/dev-server.sh starts one)")
 	flag.BoolVar(&cfg.keepDatabases, "keep-databases", false, "do not drop the bench databases at the end (debugging)")
+	flag.BoolVar(&levels, "levels", false, "run the levels bench instead of the jobs: a 1-second window read (starter read) before optimization and after tiered, leveled and full compactions, and the CPU cost of keeping a live topic compact under auto")
+	flag.IntVar(&levelsBatch, "levels-batch", 100, "with -levels: chunks appended to the live topic between two auto compactions")
 	flag.StringVar(&job, "job", "", "internal: run one job in this process")
 	flag.StringVar(&jobSpec, "job-spec", "", "internal: job spec file")
 	flag.StringVar(&jobResult, "job-result", "", "internal: job result file")
@@ -93,6 +97,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if levels {
+		if levelsBatch < 1 {
+			fmt.Fprintln(os.Stderr, "bench: -levels-batch must be at least 1")
+			os.Exit(2)
+		}
+		if err := levelsBench(ctx, cfg, levelsBatch); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
