@@ -141,7 +141,7 @@ func OpenObjectWith(ctx context.Context, b *blob.Bucket, key string, mem Allocat
 		data = make([]byte, size)
 	}
 	n, err := io.ReadFull(r, data)
-	bytesRead.Add(int64(n))
+	countRead(key, int64(n))
 	if err != nil {
 		if mem != nil {
 			mem.Free(data)
@@ -158,6 +158,25 @@ var bytesRead atomic.Int64
 // OpenObjectWith and OpenFooter so far (a counter for metrics and for tests of what a
 // compaction reads).
 func BytesRead() int64 { return bytesRead.Load() }
+
+// readObserver, when set, is told of every read counted by BytesRead: the object key and bytes.
+var readObserver atomic.Pointer[func(key string, n int64)]
+
+// ObserveReads calls observe with the key and byte count of every object read counted by
+// BytesRead until the returned function is called (for tests of which objects a compaction
+// reads; observe must be safe for concurrent use).
+func ObserveReads(observe func(key string, n int64)) (stop func()) {
+	readObserver.Store(&observe)
+	return func() { readObserver.Store(nil) }
+}
+
+// countRead counts n bytes read from key.
+func countRead(key string, n int64) {
+	bytesRead.Add(n)
+	if o := readObserver.Load(); o != nil {
+		(*o)(key, n)
+	}
+}
 
 // OpenedObject is an Object whose in-memory copy, if any, goes back to its allocator on Release.
 type OpenedObject struct {
@@ -229,7 +248,7 @@ func (r *rangeObject) ReadAt(p []byte, off int64) (int, error) {
 	}
 	defer rd.Close()
 	got, err := io.ReadFull(rd, p[:n])
-	bytesRead.Add(int64(got))
+	countRead(r.key, int64(got))
 	if err == nil && int64(got) < int64(len(p)) {
 		err = io.EOF
 	}
