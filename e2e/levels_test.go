@@ -199,6 +199,10 @@ func TestPoliciesKeepTheTieOrder(t *testing.T) {
 		} else {
 			run(p, func(r workflows.StoreOptimizerResult) bool { return r.Leveled == 1 })
 		}
+		if round < 2 { // the replay test's histories of both policies
+			saveHistory(t, e.srv.Client, workflows.TopicWorkflowID("ties_steps/t"), "optimize-topic-"+p)
+			saveHistory(t, e.srv.Client, e.lastRun, "store-optimizer-"+p)
+		}
 	}
 	addHandChunks(t, e.cat, e.b, stepsID, stepsPrefix, from, batch(9))
 	addHandChunks(t, e.cat, e.b, wholeID, wholePrefix, from, batch(9))

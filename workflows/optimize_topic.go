@@ -188,6 +188,9 @@ func (o *topicOptimization) readSort(ctx workflow.Context) (activities.ReadSortR
 	if err != nil {
 		return plan, &stepError{step: stepReadSort, err: err}
 	}
+	if plan.NothingToDo {
+		return plan, nil
+	}
 	o.logger.Info("Plan stored", "InputChunks", plan.InputChunks, "InputRows", plan.InputRows,
 		"InputBytes", plan.InputBytes, "OutputChunks", plan.OutputChunks, "Groups", plan.Groups)
 	return plan, nil
