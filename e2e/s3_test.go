@@ -88,6 +88,7 @@ func TestS3OptimizeAndCleanup(t *testing.T) {
 	if err := e.srv.Client.GetWorkflow(ctx, cleanupID(t, out), "").Get(ctx, &clean); err != nil {
 		t.Fatal(err)
 	}
+	saveHistory(t, e.srv.Client, cleanupID(t, out), "cleanup-pass-s3-uploads")
 	if clean.Deleted != len(before) || clean.DeleteFailed != 0 {
 		t.Errorf("cleanup deleted %d prefixes (%d failed), want the %d old ones", clean.Deleted, clean.DeleteFailed, len(before))
 	}
@@ -111,8 +112,8 @@ func TestS3OptimizeAndCleanup(t *testing.T) {
 }
 
 // TestS3WorkerKilledDuringMultipartUpload kills the worker process twice while it uploads a
-// large output chunk (about 31 MB: a multipart upload of 8 MiB parts) to a real S3 server, each
-// time once the gateway holds at least two parts of the upload. The partial object never
+// large output chunk (about 26 MB: a multipart upload of 8 MiB parts) to a real S3 server, each
+// time once the gateway holds a part of the upload. The partial object never
 // becomes visible and nothing references it; the supervisor's next worker retries the write and
 // the run completes with verified output. The two abandoned uploads stay in the bucket (S3
 // keeps them) until cleanup: inside the retention they are kept, with retention 0 they are
@@ -128,9 +129,9 @@ func TestS3WorkerKilledDuringMultipartUpload(t *testing.T) {
 	}
 	before := e.snapshot(t, ingested[0].TopicID)
 
-	// Each MiB handed to the store waits 40 ms: the upload takes over a second, long enough to
-	// see its parts arrive and kill the worker in its middle.
-	const slow = faults.WriteChunksUploading + "=sleep:40ms"
+	// Each MiB handed to the store waits 60 ms: the upload takes about 1.5 s, long enough to see
+	// its first part arrive and kill the worker in its middle.
+	const slow = faults.WriteChunksUploading + "=sleep:60ms"
 	sup := superviseWorker(t, e, slow)
 	sup.setRestartFaults(slow)
 	run, err := e.srv.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "storeopt-run-s3-kill", TaskQueue: e.cfg.TaskQueue},
@@ -146,15 +147,17 @@ func TestS3WorkerKilledDuringMultipartUpload(t *testing.T) {
 		}
 		var id string
 		var up partsOf
-		waitUntil(t, 2*time.Minute, "an upload of the output chunk holds two parts", func() bool {
+		// Polled every 20 ms: the upload holds its first part for about a second.
+		for deadline := time.Now().Add(2 * time.Minute); id == ""; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("kill %d: no upload of the output chunk with a part in 2 minutes", kill)
+			}
 			for uid, p := range e.multipartUploads(t) {
-				if _, seen := killed[uid]; !seen && p.parts >= 2 && !strings.HasPrefix(p.key, before.topic.DataPrefix+"/") {
+				if _, seen := killed[uid]; !seen && p.parts >= 1 && !strings.HasPrefix(p.key, before.topic.DataPrefix+"/") {
 					id, up = uid, p
-					return true
 				}
 			}
-			return false
-		})
+		}
 		sup.killCurrent()
 		killed[id] = up
 		t.Logf("kill %d after %s: worker killed while upload %s of %s held %d parts (%d bytes)", kill,

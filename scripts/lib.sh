@@ -5,7 +5,9 @@ STOREOPT_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STOREOPT_CACHE="${STOREOPT_CACHE:-$HOME/.cache/storeopt}"
 TEMPORAL_CLI_VERSION="v1.5.1"
 VERSITYGW_VERSION="v1.8.0"
-export STOREOPT_ROOT STOREOPT_CACHE TEMPORAL_CLI_VERSION VERSITYGW_VERSION
+# The Temporal server version of the CLI's dev server and of docker-compose.yml's images.
+TEMPORAL_SERVER_VERSION="v1.29.1"
+export STOREOPT_ROOT STOREOPT_CACHE TEMPORAL_CLI_VERSION VERSITYGW_VERSION TEMPORAL_SERVER_VERSION
 
 log() { printf '[storeopt] %s\n' "$*" >&2; }
 die() { printf '[storeopt] error: %s\n' "$*" >&2; exit 2; }
@@ -14,7 +16,8 @@ die() { printf '[storeopt] error: %s\n' "$*" >&2; exit 2; }
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 # cached_go_binary NAME MODULE_PATH VERSION ENV_VAR WHAT MINUTES: prints the path of the binary NAME
-# of the Go command MODULE_PATH@VERSION. Order: $ENV_VAR if set, else the cached build
+# of the Go command MODULE_PATH@VERSION (go install names it after the last path element; it is
+# cached as NAME). Order: $ENV_VAR if set, else the cached build
 # $STOREOPT_CACHE/bin/NAME, which is built once with `go install MODULE_PATH@VERSION` from a
 # directory outside the repository (the module stays out of storeopt's go.mod), one build at a
 # time even when several scripts start together. WHAT and MINUTES only word the messages.
@@ -43,7 +46,7 @@ cached_go_binary() {
       trap 'rm -rf "$tmp"' EXIT
       (cd "$tmp" && GOFLAGS=-mod=mod GOBIN="$tmp" go install "$module@$version") >&2 \
         || die "building $what failed"
-      mv "$tmp/$name" "$bin"
+      mv "$tmp/${module##*/}" "$bin"
     fi
   ) || exit $?
   echo "$bin"

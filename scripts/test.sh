@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # storeopt quick start, second command: every check CI runs.
 #
-# Builds (once) the Temporal CLI the integration tests start their dev servers from and the Versity
-# S3 gateway the S3 tests start, makes sure PostgreSQL runs, then: go vet, the workflow determinism
-# check (scripts/workflowcheck.sh) and go test over every package. Extra arguments go to `go test`
+# Builds (once) the Temporal CLI the integration tests start their dev servers from, the Versity S3
+# gateway the S3 tests start and the temporal-sql-tool the compose test runs, makes sure PostgreSQL
+# runs, then: go vet, the docker-compose.yml check (scripts/compose-check.sh), the workflow
+# determinism check (scripts/workflowcheck.sh) and go test over every package. Extra arguments go to `go test`
 # (e.g. -run TestX -v ./app); without a package argument all packages (./...) are tested.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -13,6 +14,8 @@ STOREOPT_TEMPORAL_CLI="$(scripts/temporal-cli.sh)"
 export STOREOPT_TEMPORAL_CLI
 STOREOPT_VERSITYGW="$(scripts/versitygw.sh)"
 export STOREOPT_VERSITYGW
+STOREOPT_TEMPORAL_SQL_TOOL="$(scripts/temporal-sql-tool.sh)"
+export STOREOPT_TEMPORAL_SQL_TOOL
 # The interop check (e2e/interop_test.go) reads topics back with the tools that wrote them:
 # nodejs-polars and DuckDB, installed once into the cache. Without npm it is skipped (failed
 # under CI).
@@ -29,6 +32,9 @@ tags=(-tags storeopt_faults)
 log "go vet ./..."
 go vet ./...
 go vet "${tags[@]}" ./...
+
+log "docker-compose.yml"
+scripts/compose-check.sh
 
 if [[ -x scripts/workflowcheck.sh ]]; then
   log "workflowcheck"

@@ -73,7 +73,7 @@ func StartS3(t testing.TB) *S3Server {
 	out := &lockedBuffer{}
 	var lastErr error
 	for range 3 { // another process may take the free port before the gateway binds it
-		addr, err := freeAddress()
+		addr, err := FreeAddress()
 		if err != nil {
 			t.Fatalf("testenv: %v", err)
 		}
@@ -127,8 +127,8 @@ func (s *S3Server) NewBucket(t testing.TB) (*blob.Bucket, string) {
 	return b, storeURL
 }
 
-// freeAddress returns 127.0.0.1:PORT with a port that was free a moment ago.
-func freeAddress() (string, error) {
+// FreeAddress returns 127.0.0.1:PORT with a port that was free a moment ago.
+func FreeAddress() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)

@@ -61,6 +61,18 @@ func TemporalCLI(t testing.TB) string {
 	return cachedBinary(t, EnvTemporalCLI, "temporal", "scripts/temporal-cli.sh")
 }
 
+// EnvTemporalSQLTool names the temporal-sql-tool binary; scripts/test.sh sets it.
+const EnvTemporalSQLTool = "STOREOPT_TEMPORAL_SQL_TOOL"
+
+// TemporalSQLTool returns the path of temporal-sql-tool (Temporal's schema tool, the one of
+// docker-compose.yml's admin-tools image): $STOREOPT_TEMPORAL_SQL_TOOL, else
+// ${STOREOPT_CACHE:-$HOME/.cache/storeopt}/bin/temporal-sql-tool (scripts/temporal-sql-tool.sh
+// builds it); skipped, or failed when $CI is set, without it.
+func TemporalSQLTool(t testing.TB) string {
+	t.Helper()
+	return cachedBinary(t, EnvTemporalSQLTool, "temporal-sql-tool", "scripts/temporal-sql-tool.sh")
+}
+
 // cachedBinary returns $<envVar>, else cachedPath(name), when it is an executable file; else it
 // skips the test (fails it when $CI is set), saying that script builds it.
 func cachedBinary(t testing.TB, envVar, name, script string) string {
