@@ -126,8 +126,14 @@ func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (
 	if err != nil {
 		return EnqueueTopicsResult{}, err
 	}
-	logger(ctx).Info("Topics queued", "added", added, "queued", queued, "quarantined", quarantined)
-	return EnqueueTopicsResult{Added: added, Queued: queued, Quarantined: quarantined, QuarantinedTopics: listed}, nil
+	forRun, forRunBytes, err := a.Catalog.QueueTotals(ctx, tr.Policy, tr.Scope)
+	if err != nil {
+		return EnqueueTopicsResult{}, err
+	}
+	logger(ctx).Info("Topics queued", "added", added, "queued", queued, "quarantined", quarantined,
+		"for_run", forRun, "for_run_bytes", forRunBytes)
+	return EnqueueTopicsResult{Added: added, Queued: queued, Quarantined: quarantined, QuarantinedTopics: listed,
+		ForRun: forRun, ForRunBytes: forRunBytes}, nil
 }
 
 // ListQueuedTopics returns one page of the optimization queue in topic ID order.
@@ -149,7 +155,7 @@ func (a *Activities) ListQueuedTopics(ctx context.Context, in ListQueuedTopicsIn
 	}
 	out := ListQueuedTopicsResult{Topics: make([]QueuedTopic, len(qs))}
 	for i, q := range qs {
-		out.Topics[i] = QueuedTopic{TopicID: q.TopicID, Locator: q.Locator}
+		out.Topics[i] = QueuedTopic{TopicID: q.TopicID, Locator: q.Locator, Bytes: q.Bytes}
 	}
 	return out, nil
 }

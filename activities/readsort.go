@@ -29,13 +29,19 @@ const maxPlanSamples = 256 << 10
 // once doubles throughput on tiny chunks, DESIGN.md).
 const scanParallelism = 2
 
+// ReadSortProgress is the heartbeat detail of ReadSort: selected chunks scanned so far, of all.
+type ReadSortProgress struct {
+	ChunksScanned int
+	Chunks        int
+}
+
 // ReadSort selects the chunks the lease's policy reads (plan.Select, on catalog facts only),
 // reads the footer and the timestamp_ns column of each selected chunk (never the other columns),
 // checks that they share one footer (Parquet schema elements and key/value pairs, ARROW:schema
 // included: parquetio.Footer) and agree with their catalog rows,
 // computes the plan (a merge into the sorted run, or a rollup of neighbouring chunks) and stores
 // it in the catalog under the calling run's lease. When the policy selects nothing, no plan is
-// stored and the result says NothingToDo. Heartbeats report the number of chunks scanned.
+// stored and the result says NothingToDo. Heartbeats report the chunks scanned (ReadSortProgress).
 // Errors: ErrTypeInput for bad chunks (naming the chunk's object key and the cause), no chunks,
 // no rows, or a missing metadata.json; ErrTypeLeaseLost when the run no longer holds the lease.
 func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortResult, error) {
@@ -226,7 +232,7 @@ func (a *Activities) scanChunks(ctx context.Context, chunks []catalog.Chunk) ([]
 			s.Footer = nil
 		}
 		scans[i] = s
-		heartbeat(ctx, done.Add(1))
+		heartbeat(ctx, ReadSortProgress{ChunksScanned: int(done.Add(1)), Chunks: len(chunks)})
 		return nil
 	}
 	if err := scan(ctx, 0); err != nil {

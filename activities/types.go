@@ -64,6 +64,10 @@ type EnqueueTopicsResult struct {
 	// MaxReportedQuarantined of them in topic ID order.
 	Quarantined       int
 	QuarantinedTopics []QuarantinedTopic
+	// ForRun and ForRunBytes are what the run will list (ListQueuedTopics with its policy and
+	// scope, quarantined topics left out): the topics and the sum of their QueuedTopic.Bytes.
+	ForRun      int
+	ForRunBytes int64
 }
 
 // ListQueuedTopicsInput asks for one page of the queue, in topic ID order, after AfterTopicID:
@@ -79,6 +83,9 @@ type ListQueuedTopicsInput struct {
 type QueuedTopic struct {
 	TopicID int64
 	Locator string
+	// Bytes estimates the input bytes of the topic's compaction (catalog.QueuedTopic.Bytes); 0
+	// in histories recorded before it existed.
+	Bytes int64
 }
 
 // ListQueuedTopicsResult is one page of the queue.

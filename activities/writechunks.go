@@ -17,6 +17,11 @@ import (
 type WriteChunksProgress struct {
 	Output      int   // ordinal of the output chunk being written
 	RowsWritten int64 // rows of that chunk written so far
+	// OutputRows is the plan's estimate of that chunk's rows; OutputsDone and Outputs count the
+	// group's chunks written (or staged by an earlier attempt) and planned.
+	OutputRows  int64
+	OutputsDone int
+	Outputs     int
 }
 
 // WriteChunks writes the output chunks of one group of the stored plan under the lease's fresh
@@ -63,7 +68,8 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		if err := faults.Hit(ctx, faults.WriteChunksBeforeWrite); err != nil {
 			return res, err
 		}
-		out, err := a.writeOutput(ctx, inputs, o, key, layout)
+		out, err := a.writeOutput(ctx, inputs, o, key, layout, WriteChunksProgress{Output: o.Ordinal,
+			OutputRows: o.EstRows, OutputsDone: res.Chunks, Outputs: len(outputs)})
 		if err != nil {
 			logPanic(ctx, topic.Locator, err)
 			return res, a.classify(topic.Locator, err)
@@ -94,7 +100,8 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		res.Chunks++
 		res.Rows += st.RowCount
 		res.Bytes += out.SizeBytes
-		heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: st.RowCount})
+		heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: st.RowCount, OutputRows: o.EstRows,
+			OutputsDone: res.Chunks, Outputs: len(outputs)})
 	}
 	logger(ctx).Info("Output group written", "topic", topic.Locator, "group", in.Group,
 		"chunks", res.Chunks, "rows", res.Rows, "bytes", res.Bytes)
@@ -148,8 +155,9 @@ func (a *Activities) topicLayout(ctx context.Context, p *plan.Plan) (*parquetio.
 	return c.Layout(), nil
 }
 
-// writeOutput writes one output chunk within a reservation of the memory pool.
-func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, o plan.Output, key string, layout *parquetio.Layout) (compaction.OutputResult, error) {
+// writeOutput writes one output chunk within a reservation of the memory pool, heartbeating
+// progress (with RowsWritten set) as rows are written.
+func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, o plan.Output, key string, layout *parquetio.Layout, progress WriteChunksProgress) (compaction.OutputResult, error) {
 	r, err := a.reserve(ctx, compaction.OutputMemory(inputs.Plan, o))
 	if err != nil {
 		return compaction.OutputResult{}, err
@@ -160,7 +168,8 @@ func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, 
 		write = compaction.WriteRollup
 	}
 	return write(ctx, inputs, o, key, layout, func(rows int64) {
-		heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: rows})
+		progress.RowsWritten = rows
+		heartbeat(ctx, progress)
 	})
 }
 

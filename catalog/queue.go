@@ -80,15 +80,40 @@ func (c *Catalog) listQueued(ctx context.Context, afterTopicID int64, limit int,
 		return nil, fmt.Errorf("catalog: list queued topics: limit %d must be positive: %w", limit, ErrInvalid)
 	}
 	rows, _ := c.Pool.Query(ctx, `
-		SELECT q.topic_id, t.locator FROM optimization_queue q JOIN topics t ON t.id = q.topic_id
-		WHERE q.topic_id > $1 AND ($3 = '' OR q.policy = $3) AND `+inScope("$4", "$5")+`
-			AND NOT EXISTS (SELECT 1 FROM topic_failures f WHERE f.topic_id = q.topic_id AND f.quarantined_at IS NOT NULL)
+		SELECT q.topic_id, t.locator, `+queueBytes+` FROM optimization_queue q JOIN topics t ON t.id = q.topic_id
+		WHERE q.topic_id > $1 AND `+listable("$3", "$4", "$5")+`
 		ORDER BY q.topic_id LIMIT $2`, afterTopicID, limit, string(p), scopeSequences(scope), scopeTopics(scope))
 	queued, err := pgx.CollectRows(rows, pgx.RowToStructByPos[QueuedTopic])
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list queued topics after %d: %w", afterTopicID, err)
 	}
 	return queued, nil
+}
+
+// queueBytes estimates the input bytes of the compaction of the queued topic q (aliased t):
+// the bytes of all its chunks for the full policy, of its L0 chunks for the others (a leveled
+// compaction also reads the part of the sorted run its L0 chunks overlap, which this leaves out).
+const queueBytes = `(SELECT coalesce(sum(c.size_bytes), 0)::bigint FROM chunks c
+	WHERE c.topic_id = t.id AND (q.policy = 'full' OR c.level = 0))`
+
+// listable returns the SQL condition that the queue row q of topic t is listed for a run of the
+// policy given as parameter pol (” = any) and the scope given as parameters seqs and topics (see
+// inScope): queued with that policy, inside the scope, not quarantined.
+func listable(pol, seqs, topics string) string {
+	return `(` + pol + ` = '' OR q.policy = ` + pol + `) AND ` + inScope(seqs, topics) + `
+		AND NOT EXISTS (SELECT 1 FROM topic_failures f WHERE f.topic_id = q.topic_id AND f.quarantined_at IS NOT NULL)`
+}
+
+// QueueTotals returns how many topics ListQueuedFor(…, p, scope) lists in all and the sum of
+// their QueuedTopic.Bytes: what a run of that policy and scope has before it, for its progress.
+func (c *Catalog) QueueTotals(ctx context.Context, p policy.Policy, scope policy.Scope) (topics int, bytes int64, err error) {
+	err = c.Pool.QueryRow(ctx, `
+		SELECT count(*), coalesce(sum(`+queueBytes+`), 0)::bigint FROM optimization_queue q JOIN topics t ON t.id = q.topic_id
+		WHERE `+listable("$1", "$2", "$3"), string(p), scopeSequences(scope), scopeTopics(scope)).Scan(&topics, &bytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("catalog: queue totals for %q: %w", p, err)
+	}
+	return topics, bytes, nil
 }
 
 // IsQueued reports whether the topic has a queue row (leased or not).

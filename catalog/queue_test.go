@@ -9,6 +9,7 @@ import (
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/internal/pgtest"
+	"github.com/storeopt/storeopt/policy"
 )
 
 func TestEnqueueAndListQueued(t *testing.T) {
@@ -157,7 +158,8 @@ func TestAcquireLeaseQueuesAndRefusesUnfinalized(t *testing.T) {
 	require.NoError(t, err)
 	queued, err := f.c.ListQueued(ctx, 0, 10)
 	require.NoError(t, err)
-	require.Equal(t, []catalog.QueuedTopic{{TopicID: f.topicID, Locator: "run_1/sensors/imu"}}, queued)
+	require.Len(t, queued, 1)
+	require.Equal(t, catalog.QueuedTopic{TopicID: f.topicID, Locator: "run_1/sensors/imu", Bytes: queued[0].Bytes}, queued[0])
 
 	_, err = f.c.AcquireLease(ctx, 999999, "o", "run-A", "tp_A")
 	require.ErrorIs(t, err, catalog.ErrNotFound)
@@ -204,4 +206,35 @@ func TestReleaseLease(t *testing.T) {
 	released, _, err = f.c.ReleaseLease(ctx, f.topicID, "run-A")
 	require.NoError(t, err)
 	require.False(t, released, "releasing twice does nothing")
+}
+
+// TestQueueBytesAndTotals: a queued topic's Bytes is the sum of its chunks' object sizes (all
+// L0 here), and QueueTotals counts and sums what ListQueuedFor lists for a policy and scope.
+func TestQueueBytesAndTotals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 3) // run_1/sensors/imu, chunks of 1000, 1001, 1002 bytes
+	g := f.withTopic(t, "run_1/sensors/gps", 2)
+	_, err := f.c.EnqueueTopics(ctx, catalog.Trigger{Policy: policy.Full})
+	require.NoError(t, err)
+
+	page, err := f.c.ListQueuedFor(ctx, 0, 10, policy.Full, policy.Scope{})
+	require.NoError(t, err)
+	require.Equal(t, []catalog.QueuedTopic{
+		{TopicID: f.topicID, Locator: "run_1/sensors/imu", Bytes: 3003},
+		{TopicID: g.topicID, Locator: "run_1/sensors/gps", Bytes: 2001},
+	}, page)
+	n, bytes, err := f.c.QueueTotals(ctx, policy.Full, policy.Scope{})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, int64(5004), bytes)
+
+	n, bytes, err = f.c.QueueTotals(ctx, policy.Full, policy.Scope{Topics: []string{"run_1/sensors/gps"}})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, int64(2001), bytes)
+	n, bytes, err = f.c.QueueTotals(ctx, policy.Tiered, policy.Scope{})
+	require.NoError(t, err)
+	require.Zero(t, n, "no topic is queued for tiered")
+	require.Zero(t, bytes)
 }

@@ -106,6 +106,9 @@ type Block struct {
 type QueuedTopic struct {
 	TopicID int64
 	Locator string
+	// Bytes estimates the input bytes of the topic's compaction (object sizes): every chunk for
+	// the full policy, the L0 chunks for the others (queueBytes).
+	Bytes int64
 }
 
 // Lease is the queue row of a topic held by one optimization run.

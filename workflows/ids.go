@@ -118,9 +118,21 @@ func topicSearchValue(locator string) string {
 // topicSummary returns the static summary of a topic's child workflow, "optimize <locator>",
 // with the locator cut short ("…") when the summary would exceed the server's limit.
 func topicSummary(locator string) string {
-	summary := "optimize " + locator
-	for keep := maxPlainLocatorBytes; !utf8.ValidString(summary) || jsonSize(summary) > maxSummaryJSONBytes; keep /= 2 {
-		summary = "optimize " + readablePrefix(locator, keep) + "…"
+	return fitSummary("optimize ", locator, "")
+}
+
+// fitSummary returns before + subject + after as a summary (of a child workflow or an
+// activity) within the server's limit: when it is too long or not valid UTF-8, subject is cut
+// to a readable prefix and "…" (halving from 200 bytes), and as a last resort the whole
+// summary is cut.
+func fitSummary(before, subject, after string) string {
+	fits := func(s string) bool { return utf8.ValidString(s) && jsonSize(s) <= maxSummaryJSONBytes }
+	summary := before + subject + after
+	for keep := maxPlainLocatorBytes; !fits(summary) && keep > 0; keep /= 2 {
+		summary = before + readablePrefix(subject, keep) + "…" + after
+	}
+	for keep := maxSummaryJSONBytes / 2; !fits(summary); keep /= 2 {
+		summary = readablePrefix(before+subject+after, keep) + "…"
 	}
 	return summary
 }

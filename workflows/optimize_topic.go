@@ -80,8 +80,10 @@ type OptimizeTopicResult struct {
 // names the locator and step ("topic run_7/imu: read-sort: chunk …: no column timestamp_ns") and
 // whose cause chain holds the activity's error. A canceled one returns the cancellation error.
 //
-// Queries: ProgressQuery returns the current step ("lease", "read-sort", "write-chunks 3/10",
-// "commit", "done") as a string.
+// Queries: ProgressQuery returns a TopicProgress (Step is the current step: "lease",
+// "read-sort", "write-chunks 3/10", "commit", "done"; rows and bytes written of the plan, ETA),
+// which the current details (markdown) show too, updated at every step and written group.
+// Every activity carries a summary ("write chunk 3/10 of run_7/imu").
 func OptimizeTopicWorkflow(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
 	o := &topicOptimization{in: in}
 	if err := o.setup(ctx); err != nil {
@@ -92,10 +94,10 @@ func OptimizeTopicWorkflow(ctx workflow.Context, in OptimizeTopicInput) (Optimiz
 
 // topicOptimization is the state of one OptimizeTopicWorkflow execution.
 type topicOptimization struct {
-	in     OptimizeTopicInput
-	step   string // what the progress query reports
-	policy string // the lease's policy (auto resolved)
-	logger log.Logger
+	in       OptimizeTopicInput
+	progress topicProgress // what the progress query and the current details report
+	policy   string        // the lease's policy (auto resolved)
+	logger   log.Logger
 }
 
 func (o *topicOptimization) setup(ctx workflow.Context) error {
@@ -105,10 +107,11 @@ func (o *topicOptimization) setup(ctx workflow.Context) error {
 	if o.in.TopicParallelism <= 0 {
 		o.in.TopicParallelism = DefaultTopicParallelism
 	}
-	o.step = stepLease
 	o.logger = log.With(workflow.GetLogger(ctx), "TopicLocator", o.in.Locator, "TopicID", o.in.TopicID)
-	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (string, error) {
-		return o.step, nil
+	o.progress.Locator, o.progress.Policy, o.progress.StartedAt = o.in.Locator, o.in.Policy, workflow.Now(ctx)
+	o.setStep(ctx, stepLease)
+	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (TopicProgress, error) {
+		return o.progress.TopicProgress, nil
 	})
 }
 
@@ -124,7 +127,7 @@ func (o *topicOptimization) run(ctx workflow.Context) (OptimizeTopicResult, erro
 		}
 		return OptimizeTopicResult{}, topicFailure(o.in.Locator, err)
 	}
-	o.step = stepDone
+	o.setStep(ctx, stepDone)
 	o.logger.Info("Topic optimized", "InputChunks", result.InputChunks, "OutputChunks", result.OutputChunks,
 		"Rows", result.Rows, "InputBytes", result.InputBytes, "OutputBytes", result.OutputBytes,
 		"AlreadyCommitted", result.AlreadyCommitted)
@@ -163,9 +166,9 @@ func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult,
 
 // lease takes the topic's queue row for this run and a fresh data prefix.
 func (o *topicOptimization) lease(ctx workflow.Context) (activities.LeaseResult, error) {
-	o.step = stepLease
+	o.setStep(ctx, stepLease)
 	var lease activities.LeaseResult
-	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.Lease, activities.LeaseInput{
+	err := workflow.ExecuteActivity(o.leaseSummary(withCatalogOptions(ctx)), a.Lease, activities.LeaseInput{
 		TopicID: o.in.TopicID, SkipIfOptimized: o.in.FromRun, Policy: o.in.Policy, MinChunks: o.in.MinChunks,
 		MaxChunkSizeBytes: o.in.MaxChunkSizeBytes}).Get(ctx, &lease)
 	if err != nil {
@@ -178,9 +181,9 @@ func (o *topicOptimization) lease(ctx workflow.Context) (activities.LeaseResult,
 // readSort validates the input chunks and stores the plan; the result says how many output groups
 // to write.
 func (o *topicOptimization) readSort(ctx workflow.Context) (activities.ReadSortResult, error) {
-	o.step = stepReadSort
+	o.setStep(ctx, stepReadSort)
 	var plan activities.ReadSortResult
-	err := workflow.ExecuteActivity(withDataOptions(ctx, o.in.HeartbeatTimeout), a.ReadSort, activities.ReadSortInput{
+	err := workflow.ExecuteActivity(o.readSortSummary(withDataOptions(ctx, o.in.HeartbeatTimeout)), a.ReadSort, activities.ReadSortInput{
 		TopicID:           o.in.TopicID,
 		MaxChunkSizeBytes: o.in.MaxChunkSizeBytes,
 		Policy:            o.policy,
@@ -191,6 +194,7 @@ func (o *topicOptimization) readSort(ctx workflow.Context) (activities.ReadSortR
 	if plan.NothingToDo {
 		return plan, nil
 	}
+	o.planned(plan)
 	o.logger.Info("Plan stored", "InputChunks", plan.InputChunks, "InputRows", plan.InputRows,
 		"InputBytes", plan.InputBytes, "OutputChunks", plan.OutputChunks, "Groups", plan.Groups)
 	return plan, nil
@@ -200,7 +204,8 @@ func (o *topicOptimization) readSort(ctx workflow.Context) (activities.ReadSortR
 // first failure no further group starts and the groups in flight are canceled and awaited, so
 // nothing writes any more when Release runs.
 func (o *topicOptimization) writeChunks(ctx workflow.Context, groups int) error {
-	o.step = fmt.Sprintf("%s 0/%d", stepWriteChunks, groups)
+	o.progress.writeStart = workflow.Now(ctx)
+	o.setStep(ctx, fmt.Sprintf("%s 0/%d", stepWriteChunks, groups))
 	wctx, cancel := workflow.WithCancel(withDataOptions(ctx, o.in.HeartbeatTimeout))
 	defer cancel()
 	var failed error
@@ -211,7 +216,7 @@ func (o *topicOptimization) writeChunks(ctx workflow.Context, groups int) error 
 		if failed != nil || ctx.Err() != nil {
 			break
 		}
-		f := workflow.ExecuteActivity(wctx, a.WriteChunks,
+		f := workflow.ExecuteActivity(o.writeSummary(wctx, group), a.WriteChunks,
 			activities.WriteChunksInput{TopicID: o.in.TopicID, Group: group})
 		w.add(f, func(f workflow.Future) {
 			var res activities.WriteChunksResult
@@ -223,7 +228,8 @@ func (o *topicOptimization) writeChunks(ctx workflow.Context, groups int) error 
 				return
 			}
 			written++
-			o.step = fmt.Sprintf("%s %d/%d", stepWriteChunks, written, groups)
+			o.groupWritten(res)
+			o.setStep(ctx, fmt.Sprintf("%s %d/%d", stepWriteChunks, written, groups))
 		})
 	}
 	w.wait()
@@ -236,9 +242,9 @@ func (o *topicOptimization) writeChunks(ctx workflow.Context, groups int) error 
 
 // commit verifies the staged output and switches the topic.
 func (o *topicOptimization) commit(ctx workflow.Context) (OptimizeTopicResult, error) {
-	o.step = stepCommit
+	o.setStep(ctx, stepCommit)
 	var c activities.CommitResult
-	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.Commit,
+	err := workflow.ExecuteActivity(o.commitSummary(withCatalogOptions(ctx)), a.Commit,
 		activities.CommitInput{TopicID: o.in.TopicID}).Get(ctx, &c)
 	if err != nil {
 		return OptimizeTopicResult{}, &stepError{step: stepCommit, err: err}
@@ -260,7 +266,7 @@ func (o *topicOptimization) commit(ctx workflow.Context) (OptimizeTopicResult, e
 // next run's lease takes it over.
 func (o *topicOptimization) giveBack(ctx workflow.Context) {
 	var res activities.ReleaseResult
-	err := workflow.ExecuteActivity(withReleaseOptions(ctx), a.Release,
+	err := workflow.ExecuteActivity(o.releaseSummary(withReleaseOptions(ctx), "nothing to do"), a.Release,
 		activities.ReleaseInput{TopicID: o.in.TopicID, Reason: "nothing to do"}).Get(ctx, &res)
 	if err != nil {
 		o.logger.Warn("Release after nothing to do failed", "Error", err)
@@ -271,9 +277,11 @@ func (o *topicOptimization) giveBack(ctx workflow.Context) {
 // that it also runs when the workflow was canceled; the activity only acts if the lease is still
 // this run's. A failed release is logged: the optimization's own error is what the caller reports.
 func (o *topicOptimization) release(ctx workflow.Context, cause error) {
-	reason := fmt.Sprintf("%s failed: %s", o.step, causeMessage(cause))
+	step := o.progress.Step
+	reason, why := fmt.Sprintf("%s failed: %s", step, causeMessage(cause)), step+" failed"
 	if ctx.Err() != nil {
-		reason = fmt.Sprintf("canceled during %s", o.step)
+		reason = fmt.Sprintf("canceled during %s", step)
+		why = reason
 	}
 	in := activities.ReleaseInput{TopicID: o.in.TopicID, Reason: reason}
 	// The failing activity's error type and message let Release count input failures toward
@@ -284,7 +292,7 @@ func (o *topicOptimization) release(ctx workflow.Context, cause error) {
 	}
 	rctx, _ := workflow.NewDisconnectedContext(ctx)
 	var res activities.ReleaseResult
-	err := workflow.ExecuteActivity(withReleaseOptions(rctx), a.Release, in).Get(rctx, &res)
+	err := workflow.ExecuteActivity(o.releaseSummary(withReleaseOptions(rctx), why), a.Release, in).Get(rctx, &res)
 	if err != nil {
 		o.logger.Error("Release failed; the topic stays leased until an operator releases it",
 			"Reason", reason, "Error", err)

@@ -60,6 +60,7 @@ type topicMocks struct {
 	failGroup   int
 	writeErr    error
 	writeDelay  time.Duration // on the workflow clock
+	outputBytes int64         // ReadSort's estimate of the bytes written
 	log         callLog
 }
 
@@ -67,7 +68,11 @@ func (m *topicMocks) install(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(a.Lease, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.LeaseInput) (activities.LeaseResult, error) {
 			m.log.add("lease")
-			return activities.LeaseResult{Locator: testLocator, OldPrefix: "tp_old", FreshPrefix: "tp_new"}, nil
+			pol := in.Policy
+			if pol == "auto" {
+				pol = "tiered"
+			}
+			return activities.LeaseResult{Locator: testLocator, OldPrefix: "tp_old", FreshPrefix: "tp_new", Policy: pol}, nil
 		}).Maybe()
 	env.OnActivity(a.ReadSort, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ReadSortInput) (activities.ReadSortResult, error) {
@@ -76,7 +81,7 @@ func (m *topicMocks) install(env *testsuite.TestWorkflowEnvironment) {
 				return activities.ReadSortResult{}, m.readSortErr
 			}
 			return activities.ReadSortResult{InputChunks: 40, InputRows: 4000, InputBytes: 4e6,
-				OutputChunks: m.groups, Groups: m.groups}, nil
+				OutputChunks: m.groups, Groups: m.groups, OutputBytes: m.outputBytes}, nil
 		}).Maybe()
 	writeChunks := func(_ context.Context, in activities.WriteChunksInput) (activities.WriteChunksResult, error) {
 		m.log.add(fmt.Sprintf("write-chunks %d", in.Group))
@@ -131,9 +136,9 @@ func TestOptimizeTopicRunsStepsInOrder(t *testing.T) {
 
 	step, err := env.QueryWorkflow(ProgressQuery)
 	require.NoError(t, err)
-	var s string
-	require.NoError(t, step.Get(&s))
-	require.Equal(t, "done", s)
+	var p TopicProgress
+	require.NoError(t, step.Get(&p))
+	require.Equal(t, "done", p.Step)
 }
 
 func TestOptimizeTopicBoundsWriteChunksParallelism(t *testing.T) {
@@ -228,17 +233,17 @@ func TestOptimizeTopicCancelReleases(t *testing.T) {
 	env := newTestEnv(t)
 	m := &topicMocks{groups: 4, writeDelay: time.Hour}
 	m.install(env)
-	var step string
+	var p TopicProgress
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(ProgressQuery)
 		require.NoError(t, err)
-		require.NoError(t, v.Get(&step))
+		require.NoError(t, v.Get(&p))
 		env.CancelWorkflow()
 	}, time.Minute)
 
 	env.ExecuteWorkflow(OptimizeTopicWorkflow, topicInput(2))
 
-	require.Equal(t, "write-chunks 0/4", step)
+	require.Equal(t, "write-chunks 0/4", p.Step)
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	require.True(t, temporal.IsCanceledError(err), "want canceled, got %v", err)

@@ -72,6 +72,14 @@ type RunState struct {
 	// StoreFaultKey ("<store> <cause>"), none optimized and none failing otherwise in between.
 	StoreFaultStreak int
 	StoreFaultKey    string
+	// The run's live progress (see Progress): topics and their estimated bytes to do
+	// (EnqueueTopicsResult.ForRun, ForRunBytes) and done with so far, and when the run started
+	// (workflow time). Zero in states recorded before they existed.
+	Queued        int
+	QueuedBytes   int64
+	Finished      int
+	FinishedBytes int64
+	StartedAt     time.Time
 }
 
 // TopicFailure is one topic whose optimization failed, with the error message (which names the
@@ -114,16 +122,6 @@ type StoreOptimizerResult struct {
 	NotAttempted      int
 }
 
-// Progress is the answer of StoreOptimizerWorkflow's ProgressQuery: the run's counts so far
-// (including earlier executions of the run) and the topics being optimized now.
-type Progress struct {
-	Done             int // topics optimized
-	Failed           int
-	Skipped          int
-	InFlight         int
-	InFlightLocators []string // sorted, at most 20
-}
-
 // StoreOptimizerWorkflow is one run over every topic that needs optimizing: EnqueueTopics (once
 // per run), then pages of the queue in topic ID order, one OptimizeTopicWorkflow child per topic
 // with at most MaxConcurrentTopics in flight. Once a page's children have all finished, a full page
@@ -140,7 +138,9 @@ type Progress struct {
 // ListQueuedTopics fail after their retries; canceling it cancels the children, which release their
 // leases.
 //
-// Queries: ProgressQuery returns a Progress.
+// Queries: ProgressQuery returns a Progress, which the current details (markdown, the Web UI's
+// "Current Details") show too, updated whenever a child starts or finishes. Activities carry
+// summaries ("enqueue topics for full compaction …").
 func StoreOptimizerWorkflow(ctx workflow.Context, in StoreOptimizerInput) (StoreOptimizerResult, error) {
 	r := &storeRun{in: in}
 	if err := r.setup(ctx); err != nil {
@@ -155,6 +155,8 @@ type storeRun struct {
 	state    RunState
 	inFlight []string // locators of the children in flight, in start order
 	logger   log.Logger
+	shown    Progress // the progress last shown (showProgress), which the query answers
+	ended    bool     // nothing left to start or wait for
 }
 
 func (r *storeRun) setup(ctx workflow.Context) error {
@@ -181,19 +183,11 @@ func (r *storeRun) setup(ctx workflow.Context) error {
 	}
 	r.in.State = nil
 	r.logger = log.With(workflow.GetLogger(ctx), "AfterTopicID", r.state.AfterTopicID)
-	return workflow.SetQueryHandler(ctx, ProgressQuery, r.progress)
-}
-
-func (r *storeRun) progress() (Progress, error) {
-	locators := slices.Clone(r.inFlight)
-	slices.Sort(locators)
-	return Progress{
-		Done:             r.state.Result.Optimized,
-		Failed:           r.state.Result.Failed,
-		Skipped:          r.state.Result.Skipped,
-		InFlight:         len(r.inFlight),
-		InFlightLocators: locators[:min(len(locators), maxProgressLocators)],
-	}, nil
+	if r.state.StartedAt.IsZero() {
+		r.state.StartedAt = workflow.Now(ctx)
+	}
+	r.showProgress(ctx)
+	return workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return r.shown, nil })
 }
 
 func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
@@ -208,10 +202,12 @@ func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
 	}
 	r.optimizeTopics(ctx, page)
 	if err := ctx.Err(); err != nil {
+		r.endProgress(ctx)
 		r.logSummary("Run canceled")
 		return r.state.Result, err
 	}
 	if r.state.Result.StoreFault != "" {
+		r.endProgress(ctx)
 		r.logSummary("Run stopped by a store fault")
 		return r.state.Result, nil
 	}
@@ -224,6 +220,7 @@ func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
 		next.State = &r.state
 		return StoreOptimizerResult{}, workflow.NewContinueAsNewError(ctx, StoreOptimizerWorkflow, next)
 	}
+	r.endProgress(ctx)
 	r.logSummary("Run finished")
 	return r.state.Result, nil
 }
@@ -231,7 +228,7 @@ func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
 // enqueue queues every topic that needs optimizing; it runs once per run.
 func (r *storeRun) enqueue(ctx workflow.Context) error {
 	var res activities.EnqueueTopicsResult
-	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.EnqueueTopics, activities.EnqueueTopicsInput{
+	err := workflow.ExecuteActivity(enqueueSummary(withCatalogOptions(ctx), r.in), a.EnqueueTopics, activities.EnqueueTopicsInput{
 		Policy: r.in.Policy, MinChunks: r.in.MinChunks, MaxChunkSizeBytes: r.in.MaxChunkSizeBytes, Scope: r.in.Scope,
 	}).Get(ctx, &res)
 	if err != nil {
@@ -239,6 +236,8 @@ func (r *storeRun) enqueue(ctx workflow.Context) error {
 	}
 	r.state.Enqueued = true
 	r.state.Result.Quarantined, r.state.Result.QuarantinedTopics = res.Quarantined, res.QuarantinedTopics
+	r.runTotals(res)
+	r.showProgress(ctx)
 	r.logger.Info("Topics enqueued", "Added", res.Added, "Queued", res.Queued, "Quarantined", res.Quarantined)
 	return nil
 }
@@ -246,7 +245,7 @@ func (r *storeRun) enqueue(ctx workflow.Context) error {
 // listPage returns the next page of the queue, after the cursor.
 func (r *storeRun) listPage(ctx workflow.Context) ([]activities.QueuedTopic, error) {
 	var res activities.ListQueuedTopicsResult
-	err := workflow.ExecuteActivity(withCatalogOptions(ctx), a.ListQueuedTopics, activities.ListQueuedTopicsInput{
+	err := workflow.ExecuteActivity(listSummary(withCatalogOptions(ctx), r.state.AfterTopicID, r.in.PageSize), a.ListQueuedTopics, activities.ListQueuedTopicsInput{
 		AfterTopicID: r.state.AfterTopicID,
 		Limit:        r.in.PageSize,
 		Policy:       r.policy(),
@@ -269,6 +268,7 @@ func (r *storeRun) optimizeTopics(ctx workflow.Context, topics []activities.Queu
 			break
 		}
 		r.inFlight = append(r.inFlight, topic.Locator)
+		r.showProgress(ctx)
 		child := workflow.ExecuteChildWorkflow(topicContext(ctx, topic.Locator), OptimizeTopicWorkflow,
 			OptimizeTopicInput{
 				TopicID:           topic.TopicID,
@@ -284,6 +284,7 @@ func (r *storeRun) optimizeTopics(ctx workflow.Context, topics []activities.Queu
 			r.inFlight = removeFirst(r.inFlight, topic.Locator)
 			var res OptimizeTopicResult
 			r.record(ctx, topic.Locator, res, f.Get(ctx, &res))
+			r.topicFinished(ctx, topic)
 		})
 	}
 	w.wait()

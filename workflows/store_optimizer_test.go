@@ -32,7 +32,7 @@ type queue struct {
 func newQueue(locators ...string) *queue {
 	q := &queue{}
 	for i, l := range locators {
-		q.topics = append(q.topics, activities.QueuedTopic{TopicID: int64(10 * (i + 1)), Locator: l})
+		q.topics = append(q.topics, activities.QueuedTopic{TopicID: int64(10 * (i + 1)), Locator: l, Bytes: 1000})
 	}
 	return q
 }
@@ -43,7 +43,8 @@ func (q *queue) install(env *testsuite.TestWorkflowEnvironment) {
 			q.mu.Lock()
 			defer q.mu.Unlock()
 			q.enqueues++
-			return activities.EnqueueTopicsResult{Added: len(q.topics), Queued: len(q.topics)}, nil
+			return activities.EnqueueTopicsResult{Added: len(q.topics), Queued: len(q.topics),
+				ForRun: len(q.topics), ForRunBytes: int64(1000 * len(q.topics))}, nil
 		}).Maybe()
 	env.OnActivity(a.ListQueuedTopics, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ListQueuedTopicsInput) (activities.ListQueuedTopicsResult, error) {
@@ -127,9 +128,12 @@ func TestStoreOptimizerContinuesAsNewAfterEveryFullPage(t *testing.T) {
 			// Full pages of 2 continue as new with the cursor and counts; the first short page
 			// (possibly empty) ends the run.
 			require.Len(t, next, n/2)
+			require.False(t, next[0].State.StartedAt.IsZero(), "the run's start is carried")
 			require.Equal(t, &RunState{Enqueued: true, AfterTopicID: 20, Result: StoreOptimizerResult{
 				Optimized: 2, Rows: 30, InputChunks: 20, OutputChunks: 2, InputBytes: 2000, OutputBytes: 1800,
-			}}, next[0].State)
+			}, Queued: n, QueuedBytes: int64(1000 * n), Finished: 2, FinishedBytes: 2000,
+				StartedAt: next[0].State.StartedAt}, next[0].State)
+			require.Equal(t, next[0].State.StartedAt, next[1].State.StartedAt, "StartedAt stays the run's")
 			require.Equal(t, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3,
 				MaxConcurrentTopics: DefaultMaxConcurrentTopics, State: next[0].State}, next[0])
 			require.Equal(t, int64(40), next[1].State.AfterTopicID)
@@ -159,6 +163,9 @@ func TestStoreOptimizerContinuesAsNewAfterEveryFullPage(t *testing.T) {
 
 func TestStoreOptimizerBoundsTopicsInFlightAndAnswersProgress(t *testing.T) {
 	env := newTestEnv(t)
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	env.SetStartTime(t0)
+	summaries := recordSummaries(env)
 	// Start order differs from sorted order: the query sorts.
 	q := newQueue("seq/c", "seq/a", "seq/b", "seq/f", "seq/e", "seq/d", "seq/g")
 	q.install(env)
@@ -183,28 +190,52 @@ func TestStoreOptimizerBoundsTopicsInFlightAndAnswersProgress(t *testing.T) {
 		mu.Unlock()
 		return childResult(in), err
 	})
-	var progress []Progress
-	query := func() {
-		v, err := env.QueryWorkflow(ProgressQuery)
-		require.NoError(t, err)
-		var p Progress
-		require.NoError(t, v.Get(&p))
-		progress = append(progress, p)
-	}
-	env.RegisterDelayedCallback(query, 30*time.Second)
-	env.RegisterDelayedCallback(query, 90*time.Second)
+	w := watchProgress[Progress](t, env, 30*time.Second, 90*time.Second)
 
 	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 3})
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Empty(t, optionErrs)
 	require.Equal(t, 3, maxRunning)
-	query()
+	w.query()
+	// 7 topics of 1000 bytes, 3 at a time, one minute each: the answer is the state after the
+	// last child started or finished (UpdatedAt), the rate is the finished topics' bytes per
+	// second since the start, the ETA the remaining bytes at that rate.
+	eta80, eta0 := 80.0, 0.0
 	require.Equal(t, []Progress{
-		{InFlight: 3, InFlightLocators: []string{"seq/a", "seq/b", "seq/c"}},
-		{Done: 3, InFlight: 3, InFlightLocators: []string{"seq/d", "seq/e", "seq/f"}},
-		{Done: 7, InFlightLocators: []string{}},
-	}, progress)
+		{InFlight: 3, InFlightLocators: []string{"seq/a", "seq/b", "seq/c"}, Queued: 7, QueuedBytes: 7000,
+			StartedAt: t0, UpdatedAt: t0},
+		{Done: 3, InFlight: 3, InFlightLocators: []string{"seq/d", "seq/e", "seq/f"}, Queued: 7, QueuedBytes: 7000,
+			Finished: 3, FinishedBytes: 3000, Rows: 60, InputBytes: 3000, OutputBytes: 2700,
+			StartedAt: t0, UpdatedAt: t0.Add(time.Minute), ElapsedSeconds: 60, BytesPerSecond: 50, ETASeconds: &eta80},
+		{Done: 7, InFlightLocators: []string{}, Queued: 7, QueuedBytes: 7000, Finished: 7, FinishedBytes: 7000,
+			Rows: 280, InputBytes: 7000, OutputBytes: 6300, StartedAt: t0, UpdatedAt: t0.Add(3 * time.Minute),
+			ElapsedSeconds: 180, BytesPerSecond: 7000.0 / 180, ETASeconds: &eta0, Ended: true},
+	}, w.answers)
+
+	// The current details say the same in markdown.
+	require.Equal(t, `### Optimizing topics: 0 of 7 finished
+- **optimized** 0 · **failed** 0 · **skipped** 0 · **nothing to do** 0 · **in flight** 3
+- **bytes** 0 B of 7.0 kB queued (0%) · 0 B/s
+- **elapsed** 0s · **ETA** unknown
+- **in flight** `+"`seq/a`, `seq/b`, `seq/c`"+`
+- **policy** full · **scope** all
+`, w.details[0])
+	require.Equal(t, `### Optimizing topics: 3 of 7 finished
+- **optimized** 3 · **failed** 0 · **skipped** 0 · **nothing to do** 0 · **in flight** 3
+- **bytes** 3.0 kB of 7.0 kB queued (42%) · 50 B/s
+- **elapsed** 1m0s · **ETA** 1m20s (12:02:20 UTC)
+- **written** 60 rows, 3.0 kB → 2.7 kB
+- **in flight** `+"`seq/d`, `seq/e`, `seq/f`"+`
+- **policy** full · **scope** all
+`, w.details[1])
+	require.Contains(t, w.details[2], "### Run finished: 7 of 7 finished\n")
+	require.Contains(t, w.details[2], "**ETA** 0s (12:03:00 UTC)")
+
+	require.Equal(t, []string{
+		"EnqueueTopics: enqueue topics for full compaction (trigger 2 L0 chunks, scope all)",
+		"ListQueuedTopics: list queued topics after topic 0 (page of 100)",
+	}, summaries.list())
 }
 
 func TestStoreOptimizerSkipsTopicAlreadyBeingOptimized(t *testing.T) {
