@@ -88,7 +88,7 @@ func (m *topicMocks) install(env *testsuite.TestWorkflowEnvironment) {
 		if m.writeErr != nil && in.Group == m.failGroup {
 			return activities.WriteChunksResult{}, m.writeErr
 		}
-		return activities.WriteChunksResult{Chunks: 1, Rows: 100, Bytes: 1000}, nil
+		return activities.WriteChunksResult{Chunks: 1, Rows: 1000, Bytes: 1000}, nil
 	}
 	if m.writeErr != nil {
 		// The failing group fails at once, without writeDelay (the first matching mock wins).

@@ -180,8 +180,8 @@ type TopicProgress struct {
 	// ElapsedSeconds since StartedAt; BytesPerSecond of write-chunks so far.
 	ElapsedSeconds float64
 	BytesPerSecond float64
-	// ETASeconds estimates the seconds until the output is written, from the rate of
-	// write-chunks so far; absent before the first group is written.
+	// ETASeconds estimates the seconds until the output is written: the rows left at the rate
+	// of write-chunks so far; absent before the first group is written.
 	ETASeconds *float64 `json:",omitempty"`
 }
 
@@ -221,9 +221,10 @@ func (o *topicOptimization) showProgress(ctx workflow.Context) {
 	p.UpdatedAt = now
 	p.ElapsedSeconds = max(now.Sub(p.StartedAt).Seconds(), 0)
 	p.ETASeconds = nil
-	if writing := now.Sub(p.writeStart).Seconds(); !p.writeStart.IsZero() && writing > 0 && p.BytesWritten > 0 {
+	if writing := now.Sub(p.writeStart).Seconds(); !p.writeStart.IsZero() && writing > 0 && p.RowsWritten > 0 {
+		// Rows, not bytes: the plan's row counts are exact, its bytes an estimate.
 		p.BytesPerSecond = float64(p.BytesWritten) / writing
-		eta := float64(max(p.PlannedBytes-p.BytesWritten, 0)) / p.BytesPerSecond
+		eta := float64(max(p.PlannedRows-p.RowsWritten, 0)) * writing / float64(p.RowsWritten)
 		if p.GroupsWritten == p.Groups {
 			eta = 0
 		}

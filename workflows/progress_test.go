@@ -91,7 +91,7 @@ func (o *summaryOutbound) ExecuteActivity(ctx workflow.Context, activityType str
 
 // TestOptimizeTopicShowsProgress: a topic's progress query, current details and activity
 // summaries follow its steps: 4 groups written one at a time, each a minute long, 1000 bytes
-// and 100 rows, of a plan estimated at 4000 bytes.
+// and 1000 rows, of a plan of 4000 rows estimated at 4000 bytes.
 func TestOptimizeTopicShowsProgress(t *testing.T) {
 	env := newTestEnv(t)
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -113,17 +113,17 @@ func TestOptimizeTopicShowsProgress(t *testing.T) {
 	want := []TopicProgress{planned, planned, planned}
 	want[0].Step, want[0].UpdatedAt = "write-chunks 0/4", t0
 	want[1].Step, want[1].UpdatedAt, want[1].ElapsedSeconds = "write-chunks 1/4", t0.Add(time.Minute), 60
-	want[1].GroupsWritten, want[1].RowsWritten, want[1].BytesWritten = 1, 100, 1000
+	want[1].GroupsWritten, want[1].RowsWritten, want[1].BytesWritten = 1, 1000, 1000
 	want[1].BytesPerSecond, want[1].ETASeconds = 1000.0/60, &eta180
 	want[2].Step, want[2].UpdatedAt, want[2].ElapsedSeconds = "done", t0.Add(4*time.Minute), 240
-	want[2].GroupsWritten, want[2].RowsWritten, want[2].BytesWritten = 4, 400, 4000
+	want[2].GroupsWritten, want[2].RowsWritten, want[2].BytesWritten = 4, 4000, 4000
 	want[2].BytesPerSecond, want[2].ETASeconds = 4000.0/240, &eta0
 	require.Equal(t, want, w.answers)
 
 	require.Equal(t, "### write-chunks 1/4 · `run_7/sensors/imu`\n"+
 		"- **policy** auto → tiered\n"+
 		"- **plan** 40 chunks (4.0 MB) → 4 chunks, 4 groups\n"+
-		"- **rows** 100 of 4,000 (2%)\n"+
+		"- **rows** 1,000 of 4,000 (25%)\n"+
 		"- **bytes** 1.0 kB of about 4.0 kB (25%) · 16 B/s\n"+
 		"- **elapsed** 1m0s · **ETA** 3m0s (12:04:00 UTC)\n", w.details[1])
 	require.Contains(t, w.details[2], "### done · `run_7/sensors/imu`")
