@@ -47,7 +47,11 @@ func TestDemoScaleBoundedMemory(t *testing.T) {
 			}
 		}
 	})
-	topics, err := ingest.Ingest(context.Background(), pgtest.NewCatalog(t), openBucket(t), opts)
+	// A server of its own, without fsync: 2600 chunk rows committed one by one took about a
+	// minute on the shared server's disk, and durability is not what this test is about.
+	t.Setenv("STOREOPT_TEST_DATABASE_URL", pgtest.StartServer(t).URL)
+	cat := pgtest.NewCatalog(t)
+	topics, err := ingest.Ingest(context.Background(), cat, openBucket(t), opts)
 	close(stop)
 	wg.Wait()
 	require.NoError(t, err)
