@@ -18,6 +18,7 @@ import (
 	"github.com/storeopt/storeopt/compaction"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/mempool"
+	"github.com/storeopt/storeopt/metrics"
 	"github.com/storeopt/storeopt/panics"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/policy"
@@ -43,6 +44,8 @@ type Activities struct {
 	// QuarantineAfter is how many consecutive failures of a topic with the same error type and
 	// message quarantine it (see QuarantineErrorTypes); 0 = catalog.DefaultQuarantineAfter (3).
 	QuarantineAfter int
+	// Metrics receives how topics end and what cleanup deletes (see metrics.go); nil = none.
+	Metrics metrics.Recorder
 
 	poolOnce sync.Once
 }
@@ -193,11 +196,13 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 			done = !queued && t.OptimizedAt != nil
 		}
 		if done {
+			a.recorder().TopicSkipped(policyLabel(string(pol)), metrics.SkipAlreadyOptimized)
 			return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix, Policy: string(pol)}, nil
 		}
 		rec, err := a.Catalog.FailureOf(ctx, in.TopicID)
 		switch {
 		case err == nil && rec.QuarantinedAt != nil:
+			a.recorder().TopicSkipped(policyLabel(string(pol)), metrics.SkipQuarantined)
 			return LeaseResult{Locator: t.Locator, OldPrefix: t.DataPrefix, Quarantined: &QuarantinedTopic{
 				TopicID: rec.TopicID, Locator: rec.Locator, Reason: rec.Reason(), Failures: rec.Failures,
 				Since: *rec.QuarantinedAt}}, nil
@@ -307,5 +312,6 @@ func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResul
 	logger(ctx).Info("Lease released", "topicID", in.TopicID, "released", res.Released,
 		"deletedObjects", res.DeletedObjects, "reason", in.Reason, "failures", res.Failures,
 		"quarantined", res.Quarantined)
+	a.recordRelease(in, res)
 	return res, nil
 }

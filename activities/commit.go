@@ -51,12 +51,13 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 	if err != nil {
 		return CommitResult{}, a.classify(topic.Locator, err)
 	}
-	if err := faults.Hit(ctx, faults.CommitAfterTx); err != nil {
-		return res, err // the switch is done; the retry finds it committed
-	}
 	res.AlreadyCommitted = cr.AlreadyCommitted
 	res.OldPrefix, res.NewPrefix = cr.OldPrefix, cr.NewPrefix
 	res.InputChunks, res.OutputChunks = cr.InputChunks, cr.OutputChunks
+	a.recordCommit(string(spec.Policy), res) // the switch is done: counted even if the acknowledgement is lost
+	if err := faults.Hit(ctx, faults.CommitAfterTx); err != nil {
+		return res, err // the retry finds it committed
+	}
 	logger(ctx).Info("Topic switched", "topic", topic.Locator, "oldPrefix", res.OldPrefix,
 		"newPrefix", res.NewPrefix, "inputChunks", res.InputChunks, "outputChunks", res.OutputChunks,
 		"alreadyCommitted", res.AlreadyCommitted)
@@ -167,7 +168,7 @@ func (a *Activities) copyMetadata(ctx context.Context, oldPrefix, freshPrefix st
 	if err != nil {
 		return fmt.Errorf("read %s: %w", src, err)
 	}
-	if err := a.Bucket.WriteAll(ctx, dst, want, nil); err != nil {
+	if err := store.WriteAll(ctx, a.Bucket, dst, want, nil); err != nil {
 		return fmt.Errorf("write %s: %w", dst, err)
 	}
 	got, err := a.Bucket.ReadAll(ctx, dst)

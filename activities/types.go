@@ -192,6 +192,12 @@ type ReleaseInput struct {
 	// failure of one of QuarantineErrorTypes counts toward the topic's quarantine.
 	ErrorType string
 	Error     string
+	// Policy is the compaction's policy (auto resolved once leased; "" = full), Canceled tells a
+	// cancellation from a failure, NothingToDo a lease given back because the policy selected no
+	// chunk: for metrics only ("" and false in histories from before them).
+	Policy      string
+	Canceled    bool
+	NothingToDo bool
 }
 
 // ReleaseResult says whether the lease was still ours and what was deleted, and where the topic's

@@ -105,6 +105,7 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 		MemoryPoolBytes: cfg.MemoryPoolBytes,
 		MemoryPool:      pool,
 		QuarantineAfter: cfg.QuarantineAfter,
+		Metrics:         opts.recorder(),
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/mempool"
+	storeoptmetrics "github.com/storeopt/storeopt/metrics"
 )
 
 // jobSpec is what the parent tells a child job.
@@ -196,7 +197,13 @@ func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
 	}
 	ctx = activities.WithRun(ctx, "bench", spec.RunToken)
 	pool := mempool.New(spec.MemoryPoolBytes)
-	acts := &activities.Activities{Catalog: cat, Bucket: bucket, MemoryPoolBytes: spec.MemoryPoolBytes, MemoryPool: pool}
+	// Metrics recorded as a worker with --metrics-address records them (not served: the job
+	// measures the data path with its instrumentation on).
+	reg := storeoptmetrics.NewRegistry(nil)
+	reg.WatchPool(pool)
+	defer reg.Close()
+	acts := &activities.Activities{Catalog: cat, Bucket: bucket, MemoryPoolBytes: spec.MemoryPoolBytes, MemoryPool: pool,
+		Metrics: reg}
 	defer func() {
 		logf("storeopt job: Arrow allocator high-water mark %.1f MiB", float64(pool.Allocator().HighWater())/(1<<20))
 	}()

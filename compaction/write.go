@@ -231,7 +231,7 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	}
 	uctx, abort := context.WithCancel(ctx)
 	defer abort()
-	bw, err := in.Bucket.NewWriter(uctx, key, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet"})
+	bw, err := store.NewWriter(uctx, in.Bucket, key, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet"})
 	if err != nil {
 		return res, fmt.Errorf("create %s: %w", key, err)
 	}

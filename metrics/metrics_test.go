@@ -146,12 +146,18 @@ func TestStoreByteCounters(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := store.OpenObject(ctx, b, "tp_x/data/00000.parquet"); err != nil {
+		t.Fatal(err)
+	}
 	after := metricstest.Scrape(t, srv.URL())
 	delta := func(name string) float64 {
 		return after.Value(t, name, nil) - before.Value(t, name, nil)
 	}
 	if got := delta("storeopt_bytes_written_total"); got != 1234+4321 {
 		t.Errorf("bytes written grew by %v, want %d", got, 1234+4321)
+	}
+	if got := delta("storeopt_bytes_read_total"); got != 4321 {
+		t.Errorf("bytes read grew by %v, want 4321", got)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	sdktally "go.temporal.io/sdk/contrib/tally"
 
 	"github.com/storeopt/storeopt/mempool"
+	"github.com/storeopt/storeopt/policy"
 	"github.com/storeopt/storeopt/store"
 )
 
@@ -22,8 +23,9 @@ import (
 const Namespace = "storeopt"
 
 // Policies are the policy label values whose series exist from the start (at 0), so that rate()
-// and increase() see the first optimization of each policy.
-var Policies = []string{"full", "tiered", "leveled"}
+// and increase() see the first optimization of each policy: the policies a compaction applies
+// (auto is resolved to tiered or leveled for each topic).
+var Policies = []string{string(policy.Full), string(policy.Tiered), string(policy.Leveled)}
 
 // StepBuckets are the upper bounds of storeopt_step_duration_seconds, seconds: a lease takes
 // milliseconds, a write of a 256 MB chunk tens of seconds, a read-sort of thousands of chunks
@@ -84,6 +86,7 @@ func NewRegistry(onError func(error)) *Registry {
 	r.cleanupDeleted = r.counterVec("cleanup_deleted_total",
 		"What cleanup deleted: prefixes, objects of those prefixes, temporary files, aborted uploads, replaced objects.", "kind")
 	r.cleanupFailed = r.counterVec("cleanup_failed_total", "What cleanup failed to delete (retried by a later pass), by kind.", "kind")
+	r.counterFunc("bytes_read_total", "Bytes this process read from the object store.", store.BytesRead)
 	r.counterFunc("bytes_written_total", "Bytes of the objects this process wrote to the object store.", store.BytesWritten)
 
 	for _, p := range Policies {
@@ -170,6 +173,9 @@ func (r *Registry) TemporalHandler() client.MetricsHandler {
 		CachedReporter:  reporter,
 		Separator:       tallyprom.DefaultSeparator,
 		SanitizeOptions: &sdktally.PrometheusSanitizeOptions,
+		// tally's own tally_internal_*_cardinality gauges are about tally, not the worker (and
+		// break Prometheus' naming rules: promtool check metrics refuses them).
+		OmitCardinalityMetrics: true,
 	}, SDKReportInterval)
 	r.temporal = sdktally.NewMetricsHandler(sdktally.NewPrometheusNamingScope(scope))
 	r.temporalCloser = closer

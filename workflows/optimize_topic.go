@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -267,7 +268,7 @@ func (o *topicOptimization) commit(ctx workflow.Context) (OptimizeTopicResult, e
 func (o *topicOptimization) giveBack(ctx workflow.Context) {
 	var res activities.ReleaseResult
 	err := workflow.ExecuteActivity(o.releaseSummary(withReleaseOptions(ctx), "nothing to do"), a.Release,
-		activities.ReleaseInput{TopicID: o.in.TopicID, Reason: "nothing to do"}).Get(ctx, &res)
+		activities.ReleaseInput{TopicID: o.in.TopicID, Reason: "nothing to do", Policy: o.policy, NothingToDo: true}).Get(ctx, &res)
 	if err != nil {
 		o.logger.Warn("Release after nothing to do failed", "Error", err)
 	}
@@ -283,7 +284,9 @@ func (o *topicOptimization) release(ctx workflow.Context, cause error) {
 		reason = fmt.Sprintf("canceled during %s", step)
 		why = reason
 	}
-	in := activities.ReleaseInput{TopicID: o.in.TopicID, Reason: reason}
+	// Policy (the lease's, else the one asked for) and Canceled are for the worker's metrics.
+	in := activities.ReleaseInput{TopicID: o.in.TopicID, Reason: reason, Policy: cmp.Or(o.policy, o.in.Policy),
+		Canceled: ctx.Err() != nil}
 	// The failing activity's error type and message let Release count input failures toward
 	// quarantine. Only the activity input changes (no new command), so old histories replay.
 	var appErr *temporal.ApplicationError
