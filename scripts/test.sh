@@ -16,6 +16,10 @@ STOREOPT_VERSITYGW="$(scripts/versitygw.sh)"
 export STOREOPT_VERSITYGW
 STOREOPT_TEMPORAL_SQL_TOOL="$(scripts/temporal-sql-tool.sh)"
 export STOREOPT_TEMPORAL_SQL_TOOL
+# Prometheus' promtool lints the worker's /metrics, the compose stack's Prometheus configuration
+# and the Grafana dashboard's queries (taken once from Debian's prometheus package).
+STOREOPT_PROMTOOL="$(scripts/promtool.sh)"
+export STOREOPT_PROMTOOL
 # The interop check (e2e/interop_test.go) reads topics back with the tools that wrote them:
 # nodejs-polars and DuckDB, installed once into the cache. Without npm it is skipped (failed
 # under CI).

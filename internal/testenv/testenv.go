@@ -73,6 +73,16 @@ func TemporalSQLTool(t testing.TB) string {
 	return cachedBinary(t, EnvTemporalSQLTool, "temporal-sql-tool", "scripts/temporal-sql-tool.sh")
 }
 
+// EnvPromtool names the promtool binary (Prometheus' checker); scripts/test.sh sets it.
+const EnvPromtool = "STOREOPT_PROMTOOL"
+
+// Promtool returns the path of promtool: $STOREOPT_PROMTOOL, else the copy scripts/promtool.sh
+// caches. When neither is an executable file the test is skipped (failed when $CI is set).
+func Promtool(t testing.TB) string {
+	t.Helper()
+	return cachedBinary(t, EnvPromtool, "promtool", "scripts/promtool.sh")
+}
+
 // cachedBinary returns $<envVar>, else cachedPath(name), when it is an executable file; else it
 // skips the test (fails it when $CI is set), saying that script builds it.
 func cachedBinary(t testing.TB, envVar, name, script string) string {
