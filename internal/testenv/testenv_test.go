@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/storeopt/storeopt/internal/pgtest"
-	"github.com/storeopt/storeopt/metrics/metricstest"
 	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/metrics/metricstest"
 	"github.com/storeopt/storeopt/workflows"
 )
 
