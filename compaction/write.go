@@ -45,12 +45,45 @@ type Inputs struct {
 	Plan   *plan.Plan
 	Mem    memory.Allocator
 	footer *parquetio.Footer // the topic's, set by WriteOutput and WriteRollup from their layout
+	// shared holds the chunks opened for several runs at once (a rollup chunk has one run per
+	// block), so that each is opened and its footer decoded once, not once per run.
+	shared map[string]*sharedChunk
 }
 
+// sharedChunk is a chunk opened once for the runs of it being merged; the last run to close it
+// closes it.
+type sharedChunk struct {
+	c    *openedChunk
+	refs int
+}
+
+// open opens input i for the merge (merge.OpenFunc; called from the merging goroutine only).
 func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 	pi := in.Plan.Inputs[i]
-	return OpenRun(ctx, in.Bucket, pi.ObjectKey, RunSpec{RowGroups: pi.RowGroups, FirstRow: pi.FirstRow, Sorted: pi.Sorted},
-		in.footer, in.Plan.BatchRows, in.Mem)
+	run := RunSpec{RowGroups: pi.RowGroups, FirstRow: pi.FirstRow, Sorted: pi.Sorted}
+	if pi.RowGroups == nil || in.shared == nil { // the whole chunk: nothing to share
+		return OpenRun(ctx, in.Bucket, pi.ObjectKey, run, in.footer, in.Plan.BatchRows, in.Mem)
+	}
+	sc, ok := in.shared[pi.ObjectKey]
+	if !ok {
+		c, err := openChunk(ctx, in.Bucket, pi.ObjectKey, in.Mem)
+		if err != nil {
+			return nil, err
+		}
+		if _, drift := parquetio.PerFileDifferences(in.footer, c.Footer); drift != "" {
+			c.Close()
+			return nil, &ChunkError{Key: pi.ObjectKey, Err: fmt.Errorf("footer changed since planning: %s", drift)}
+		}
+		sc = &sharedChunk{c: c}
+		in.shared[pi.ObjectKey] = sc
+	}
+	sc.refs++
+	return RunSource(ctx, sc.c.Chunk, pi.ObjectKey, run, in.Plan.BatchRows, in.Mem, func() {
+		if sc.refs--; sc.refs == 0 {
+			sc.c.Close()
+			delete(in.shared, pi.ObjectKey)
+		}
+	})
 }
 
 // WriteOutput writes output chunk o of a merge plan to key in the bucket: the merge of its
@@ -64,6 +97,7 @@ func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 // without rows is an error.
 func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	in.footer = layout.Footer
+	in.shared = map[string]*sharedChunk{}
 	return writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
 		col := newCollector(layout.Schema, in.Plan.BatchRows, in.Plan.ArrowBytesPerRow, out.mem, out.send)
 		defer col.release()
