@@ -159,7 +159,8 @@ func chunkFacts(chunks []catalog.Chunk) []plan.ChunkFacts {
 	facts := make([]plan.ChunkFacts, len(chunks))
 	for i, c := range chunks {
 		facts[i] = plan.ChunkFacts{ChunkID: c.ID, Level: c.Level, Ordinal: c.Ordinal, SizeBytes: c.SizeBytes,
-			Rows: c.RowCount, MinTs: c.MinTimestampNs, MaxTs: c.MaxTimestampNs, Nulls: c.TimestampNullCount}
+			Rows: c.RowCount, MinTs: c.MinTimestampNs, MaxTs: c.MaxTimestampNs, Nulls: c.TimestampNullCount,
+			Rollup: len(c.Blocks) > 0 && c.Blocks[0].Source != ""}
 	}
 	return facts
 }

@@ -298,3 +298,30 @@ func TestMigrationPutsOptimizedTopicsInL1(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, added, "the raw topic still needs its full compaction, the optimized one not")
 }
+
+// Tiered outputs are never joined again: two neighbouring rollup chunks do not trigger tiered.
+func TestTieredTriggerSkipsRollups(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := pgtest.NewCatalog(t)
+	topicID, ids := liveTopic(t, c, "live", "imu", 100, 100, 100, 100)
+	tr := catalog.Trigger{Policy: policy.Tiered, MinChunks: 2, MaxChunkSizeBytes: 1 << 20}
+	_, need, err := c.NeedsCompaction(ctx, topicID, tr)
+	require.NoError(t, err)
+	require.True(t, need, "four small ingested neighbours")
+	stage(t, c, topicID, "run-1", ids[:2], []int{0})
+	_, err = c.CommitPlan(ctx, topicID, "run-1", catalog.CommitSpec{Policy: policy.Tiered}, acceptAll)
+	require.NoError(t, err)
+	_, need, err = c.NeedsCompaction(ctx, topicID, tr)
+	require.NoError(t, err)
+	require.True(t, need, "chunks 2 and 3 are still joinable")
+	stage(t, c, topicID, "run-2", ids[2:], []int{2})
+	_, err = c.CommitPlan(ctx, topicID, "run-2", catalog.CommitSpec{Policy: policy.Tiered}, acceptAll)
+	require.NoError(t, err)
+	_, need, err = c.NeedsCompaction(ctx, topicID, tr)
+	require.NoError(t, err)
+	require.False(t, need, "two rollup chunks: nothing to join")
+	_, need, err = c.NeedsCompaction(ctx, topicID, catalog.Trigger{Policy: policy.Leveled, MinChunks: 2})
+	require.NoError(t, err)
+	require.True(t, need, "leveled merges them")
+}

@@ -15,8 +15,9 @@ import (
 // quarantined.
 //
 //   - Full: finalized, and never optimized or with L0 chunks.
-//   - Tiered: at least MinChunks L0 chunks, two of them neighbours in ingestion order and both
-//     small (policy.SmallChunkBytes): there is something to join.
+//   - Tiered: at least MinChunks L0 chunks, two of them neighbours in ingestion order, both
+//     small (policy.SmallChunkBytes) and neither an earlier tiered output: there is something to
+//     join (plan.Select's rule).
 //   - Leveled: at least MinChunks L0 chunks.
 //   - Auto: a finalized topic with at least one L0 chunk (finalization triggers the last merge
 //     into the sorted run), or a live topic that needs Leveled once its L0 bytes reach
@@ -52,8 +53,10 @@ func (tr Trigger) normalized() (Trigger, error) {
 const (
 	l0Count     = `(SELECT count(*) FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)`
 	l0Bytes     = `(SELECT coalesce(sum(c.size_bytes), 0) FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)`
+	// joinable: a small L0 chunk that is not already a tiered output (its blocks name sources).
+	joinable    = `(c.size_bytes < p.small AND coalesce(c.blocks -> 0 ->> 'source', '') = '')`
 	smallPairL0 = `EXISTS (SELECT 1 FROM (
-		SELECT c.size_bytes < p.small AS small, lag(c.size_bytes < p.small) OVER (ORDER BY c.ordinal) AS prev_small
+		SELECT ` + joinable + ` AS small, lag(` + joinable + `) OVER (ORDER BY c.ordinal) AS prev_small
 		FROM chunks c WHERE c.topic_id = t.id AND c.level = 0) s WHERE s.small AND s.prev_small)`
 	finalized = `t.finalized_at IS NOT NULL`
 )

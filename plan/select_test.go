@@ -55,6 +55,23 @@ func TestSelectTieredJoinsNeighbouringSmallChunks(t *testing.T) {
 
 	nothing := picture(t, policy.Tiered, 1000, chunk(policy.L0, 0, 600, 0, 1), chunk(policy.L0, 1, 100, 2, 3))
 	require.NotContains(t, nothing, "*", "one small chunk alone: nothing to do")
+
+	// An earlier tiered output is never joined again: it breaks the run of neighbours.
+	rolled := chunk(policy.L0, 1, 300, 140, 200)
+	rolled.Rollup = true
+	got = picture(t, policy.Tiered, 1000,
+		chunk(policy.L0, 0, 100, 100, 150),
+		rolled,
+		chunk(policy.L0, 5, 100, 190, 250),
+		chunk(policy.L0, 6, 100, 240, 300),
+	)
+	require.Equal(t, lines(
+		"tiered concatenate",
+		"  L0#0 size=100 [100 .. 150]",
+		"  L0#1 size=300 [140 .. 200]",
+		"* L0#5 size=100 [190 .. 250] -> out0",
+		"* L0#6 size=100 [240 .. 300] -> out0",
+	), got)
 }
 
 func TestSelectLeveledReadsOnlyTheOverlappingPartOfTheRun(t *testing.T) {
