@@ -51,8 +51,8 @@ func (tr Trigger) normalized() (Trigger, error) {
 // SQL facts of the topic aliased t, with the trigger's parameters in the row aliased p
 // (triggerParams).
 const (
-	l0Count     = `(SELECT count(*) FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)`
-	l0Bytes     = `(SELECT coalesce(sum(c.size_bytes), 0) FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)`
+	l0Count = `(SELECT count(*) FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)`
+	l0Bytes = `(SELECT coalesce(sum(c.size_bytes), 0) FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)`
 	// joinable: a small L0 chunk that is not already a tiered output (its blocks name sources).
 	joinable    = `(c.size_bytes < p.small AND coalesce(c.blocks -> 0 ->> 'source', '') = '')`
 	smallPairL0 = `EXISTS (SELECT 1 FROM (
