@@ -333,6 +333,9 @@ func TestIngestValidatesOptions(t *testing.T) {
 		{"too many nulls", func(o *ingest.Options) { o.Topics[0].NullTimestamps = 21 }, "null timestamps 21 outside 0..20"},
 		{"codec", func(o *ingest.Options) { o.Topics[0].Compression = "lzo" }, `unknown compression "lzo"`},
 		{"duplicate", func(o *ingest.Options) { o.Topics = append(o.Topics, good) }, "topic s/imu: listed twice"},
+		// A huge count (a long --live with a tiny --chunk-interval) once exhausted the memory
+		// (runtime: out of memory) after the topic had been created in the catalog.
+		{"too many chunks", func(o *ingest.Options) { o.Topics[0].Chunks = 1 << 50 }, "topic s/imu: chunks 1125899906842624 > 1000000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := ingest.Options{Sequence: "s", Topics: []ingest.TopicSpec{good}}
@@ -381,4 +384,13 @@ func TestPreset(t *testing.T) {
 	assert.ErrorContains(t, err, "scale 0")
 	_, err = ingest.Preset("test", -1)
 	assert.Error(t, err)
+	// A scale that gives a topic more than MaxChunks chunks is refused (it once ran the
+	// ingestion out of memory), also where the chunk count overflows an int.
+	for _, scale := range []float64{1e12, 1e300} {
+		_, err = ingest.Preset("demo", scale)
+		assert.ErrorContains(t, err, "chunks, more than 1000000", "scale %v", scale)
+	}
+	most, err := ingest.Preset("test", ingest.MaxChunks/10)
+	require.NoError(t, err)
+	assert.Equal(t, ingest.MaxChunks, most.Topics[0].Chunks)
 }

@@ -26,6 +26,12 @@ const DefaultPayloadBytes = 50_000
 // DefaultWorkers is the number of chunks encoded and uploaded in parallel when Options.Workers is 0.
 const DefaultWorkers = 2
 
+// MaxChunks is the most chunks one simulated topic may have: a topic's timeline holds a few
+// bytes per chunk (a permutation of its chunks), so a count beyond it (a huge --scale, a long
+// --live with a tiny --chunk-interval) is refused before anything is written instead of
+// exhausting memory.
+const MaxChunks = 1_000_000
+
 // Options describe one simulated ingestion: one sequence and its topics.
 type Options struct {
 	// Sequence is the sequence locator (no "/" or ":").
@@ -148,6 +154,8 @@ func (t TopicSpec) validate() error {
 		return fmt.Errorf("unknown kind %q (imu, gps or camera)", t.Kind)
 	case t.Chunks < 0:
 		return fmt.Errorf("chunks %d < 0", t.Chunks)
+	case t.Chunks > MaxChunks:
+		return fmt.Errorf("chunks %d > %d, the most a simulated topic may have", t.Chunks, MaxChunks)
 	case t.RowsPerChunk < 1:
 		return fmt.Errorf("rows per chunk %d < 1", t.RowsPerChunk)
 	case t.PayloadBytes < 0:
@@ -177,7 +185,8 @@ var Presets = []string{"test", "demo"}
 //   - "demo": sequence "demo_run", IMU 2000 chunks × 1000 rows, GPS 300 × 50, camera 300 × 30
 //     rows of 50 KB; about 650 MB of Arrow data (about 550 MB of Parquet) at scale 1.
 //
-// Errors: unknown name, scale not a positive finite number.
+// Errors: unknown name, scale not a positive finite number, a scale that gives a topic more than
+// MaxChunks chunks.
 func Preset(name string, scale float64) (Options, error) {
 	if !(scale > 0) || math.IsInf(scale, 0) {
 		return Options{}, fmt.Errorf("preset %q: scale %v must be a positive number", name, scale)
@@ -205,8 +214,14 @@ func Preset(name string, scale float64) (Options, error) {
 	default:
 		return Options{}, fmt.Errorf("unknown preset %q (one of %s)", name, strings.Join(Presets, ", "))
 	}
-	for i := range o.Topics {
-		o.Topics[i].Chunks = max(1, int(math.Round(float64(o.Topics[i].Chunks)*scale)))
+	for i, t := range o.Topics {
+		// Checked in float64: a huge scale must not overflow the int conversion.
+		chunks := math.Round(float64(t.Chunks) * scale)
+		if chunks > MaxChunks {
+			return Options{}, fmt.Errorf("preset %q: scale %v gives topic %s %.0f chunks, more than %d (the most a simulated topic may have)",
+				name, scale, t.Path, chunks, MaxChunks)
+		}
+		o.Topics[i].Chunks = max(1, int(chunks))
 	}
 	return o, nil
 }
