@@ -89,7 +89,7 @@ the catalog and finalize the topics. Presets: "test" (a few hundred KB) and "dem
 	f.IntVar(&workers, "workers", 0, "chunks encoded and uploaded in parallel; 0 = default")
 	f.DurationVar(&live, "live", 0, "record live for this long: every topic receives one chunk every --chunk-interval (the preset's chunk counts are replaced), then is finalized unless --no-finalize")
 	f.DurationVar(&interval, "chunk-interval", time.Second, "with --live: time between two chunks of a topic")
-	f.BoolVar(&noFinal, "no-finalize", false, "leave the topics live (not finalized); `starter finalize --sequence NAME` finalizes them later")
+	f.BoolVar(&noFinal, "no-finalize", false, "leave the topics live (not finalized); 'starter finalize --sequence NAME' finalizes them later")
 	return cmd
 }
 
