@@ -63,11 +63,15 @@ func (c *Config) bindTemporalFlags(fs *pflag.FlagSet) {
 // given over both. TemporalAddress and Namespace still empty then take DefaultTemporalAddress
 // and DefaultNamespace. It fills TemporalAddress, Namespace and Temporal. Call it once after the
 // flags are parsed (the commands do); on a Config whose flags were not bound it does nothing.
-// Errors: an unreadable or malformed config file, a profile that was named but is not in it.
+// Errors: an unreadable or malformed config file, a profile that was named but is not in it, a
+// boolean TEMPORAL_* variable that is not true, false, 1 or 0.
 func (c *Config) LoadTemporalProfile() error {
 	f := c.temporalFlags
 	if f == nil {
 		return nil
+	}
+	if err := checkTemporalBooleans(nonEmptyEnv{}); err != nil {
+		return err
 	}
 	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{
 		ConfigFilePath:    f.configFile,
@@ -153,6 +157,27 @@ func (c Config) temporalTLS() string {
 		return "mTLS"
 	}
 	return "TLS"
+}
+
+// temporalBooleans are the TEMPORAL_* variables envconfig reads as booleans.
+var temporalBooleans = []string{EnvTemporalTLS, "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"}
+
+// checkTemporalBooleans refuses a boolean TEMPORAL_* variable envconfig would ignore: it takes
+// only 1, 0, true and false (any case) and silently skips anything else, so TEMPORAL_TLS=yes
+// would connect without TLS.
+func checkTemporalBooleans(env nonEmptyEnv) error {
+	for _, name := range temporalBooleans {
+		v, ok := env.LookupEnv(name)
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(v) {
+		case "1", "0", "true", "false":
+		default:
+			return fmt.Errorf("%s=%q: want true, false, 1 or 0", name, v)
+		}
+	}
+	return nil
 }
 
 // nonEmptyEnv is the process environment without its empty variables: storeopt treats an empty

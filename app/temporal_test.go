@@ -137,3 +137,31 @@ func TestTemporalClientOptions(t *testing.T) {
 		t.Errorf("--tls --tls-server-name: TLS %+v err %v", opts.ConnectionOptions.TLS, err)
 	}
 }
+
+// TestTemporalBooleanVariables: envconfig takes only 1, 0, true and false (any case) for
+// TEMPORAL_TLS and TEMPORAL_TLS_DISABLE_HOST_VERIFICATION and silently ignores anything else, so
+// TEMPORAL_TLS=yes connected without TLS; storeopt refuses such a value, naming the variable.
+func TestTemporalBooleanVariables(t *testing.T) {
+	for _, name := range []string{EnvTemporalTLS, "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"} {
+		for _, value := range []string{"yes", "on", "maybe", " true"} {
+			clearEnv(t)
+			t.Setenv(name, value)
+			_, err := tryParse()
+			if err == nil || !strings.Contains(err.Error(), name+"=") || !strings.Contains(err.Error(), "true, false, 1 or 0") {
+				t.Errorf("%s=%q: error %v, want one naming the variable and the values it takes", name, value, err)
+			}
+		}
+		for _, value := range []string{"true", "FALSE", "1", "0", "True"} {
+			clearEnv(t)
+			t.Setenv(name, value)
+			if _, err := tryParse(); err != nil {
+				t.Errorf("%s=%q: %v", name, value, err)
+			}
+		}
+	}
+	clearEnv(t)
+	t.Setenv(EnvTemporalTLS, "TRUE")
+	if cfg := parse(t); cfg.temporalTLS() != "TLS" {
+		t.Errorf("TEMPORAL_TLS=TRUE connects with %s, want TLS", cfg.temporalTLS())
+	}
+}
