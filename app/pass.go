@@ -46,6 +46,9 @@ type PassOptions struct {
 	Policy    string
 	MinChunks int
 	Scope     []string
+	// DryRun plans the run's topics and estimates them without changing anything
+	// (StoreOptimizerInput.DryRun).
+	DryRun bool
 }
 
 // Validate reports a negative option.
@@ -79,6 +82,7 @@ func (o PassOptions) Input() workflows.StoreOptimizerInput {
 		Policy:              o.Policy,
 		MinChunks:           o.MinChunks,
 		Scope:               o.Scope,
+		DryRun:              o.DryRun,
 	}
 }
 
@@ -146,6 +150,9 @@ func ScheduleSpecFor(interval time.Duration, cron string) (client.ScheduleSpec, 
 func EnsureSchedule(ctx context.Context, c client.Client, cfg Config, opts PassOptions, interval time.Duration, cron string) error {
 	if err := opts.Validate(); err != nil {
 		return err
+	}
+	if opts.DryRun {
+		return errors.New("a dry run is not scheduled: run it once, without --time-interval or --cron")
 	}
 	spec, err := ScheduleSpecFor(interval, cron)
 	if err != nil {

@@ -133,6 +133,15 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 		return CommitResult{}, fmt.Errorf("topic %d: verify: %w", topicID, err)
 	}
 
+	// What the optimization cost, recorded with it for the estimates of dry runs: the inputs'
+	// bytes before their rows go, and the seconds since the lease.
+	var inputBytes, inputArrowBytes int64
+	err = tx.QueryRow(ctx, `SELECT coalesce(sum(size_bytes), 0)::bigint, coalesce(sum(arrow_size_bytes), 0)::bigint
+		FROM chunks WHERE topic_id = $1 AND id = ANY($2)`, topicID, plan.InputChunkIDs).Scan(&inputBytes, &inputArrowBytes)
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("topic %d: input bytes: %w", topicID, err)
+	}
+
 	newPrefix := oldPrefix
 	if spec.ReplaceAll {
 		newPrefix = plan.FreshPrefix
@@ -164,9 +173,14 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 			      FROM chunks WHERE topic_id = $1) b
 			WHERE t.id = $1`, []any{topicID, newPrefix}},
 		{"record optimization", `
-			INSERT INTO optimizations (topic_id, fencing_token, lease_owner, old_prefix, new_prefix, input_chunks, output_chunks, policy)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			[]any{topicID, fencingToken, lease.owner, oldPrefix, plan.FreshPrefix, len(plan.InputChunkIDs), len(staged), string(spec.Policy)}},
+			INSERT INTO optimizations (topic_id, fencing_token, lease_owner, old_prefix, new_prefix, input_chunks, output_chunks, policy,
+				input_bytes, input_arrow_bytes, output_bytes, rows, seconds)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+				(SELECT coalesce(sum(size_bytes), 0) FROM staged_chunks WHERE topic_id = $1 AND fencing_token = $2),
+				(SELECT coalesce(sum(row_count), 0) FROM staged_chunks WHERE topic_id = $1 AND fencing_token = $2),
+				CASE WHEN $11::timestamptz IS NULL THEN NULL ELSE greatest(extract(epoch FROM now() - $11::timestamptz), 0) END`,
+			[]any{topicID, fencingToken, lease.owner, oldPrefix, plan.FreshPrefix, len(plan.InputChunkIDs), len(staged), string(spec.Policy),
+				inputBytes, inputArrowBytes, lease.leasedAt}},
 	}
 	for _, s := range steps {
 		if _, err := tx.Exec(ctx, s.sql, s.args...); err != nil {
@@ -221,11 +235,35 @@ func checkInputs(ctx context.Context, tx pgx.Tx, topicID int64, plan PlanRecord,
 // Optimizations returns the committed optimizations of a topic, oldest first.
 func (c *Catalog) Optimizations(ctx context.Context, topicID int64) ([]Optimization, error) {
 	rows, _ := c.Pool.Query(ctx, `
-		SELECT topic_id, fencing_token, lease_owner, old_prefix, new_prefix, input_chunks, output_chunks, committed_at, policy
+		SELECT topic_id, fencing_token, lease_owner, old_prefix, new_prefix, input_chunks, output_chunks, committed_at, policy,
+			input_bytes, input_arrow_bytes, output_bytes, rows, seconds
 		FROM optimizations WHERE topic_id = $1 ORDER BY committed_at, id`, topicID)
 	opts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Optimization])
 	if err != nil {
 		return nil, fmt.Errorf("catalog: optimizations of topic %d: %w", topicID, err)
 	}
 	return opts, nil
+}
+
+// OptimizationCost is what one committed optimization cost (its optimizations row).
+type OptimizationCost struct {
+	InputBytes      int64   // object bytes of the input chunks
+	InputArrowBytes int64   // Arrow (uncompressed) bytes of the input chunks
+	OutputBytes     int64   // object bytes of the output chunks
+	Rows            int64   // rows written
+	Seconds         float64 // from the lease to the commit (database clock)
+}
+
+// RecentCosts returns the costs of the last limit optimizations of policy p (resolved: never
+// auto), newest first, leaving out those committed before costs were recorded.
+func (c *Catalog) RecentCosts(ctx context.Context, p policy.Policy, limit int) ([]OptimizationCost, error) {
+	rows, _ := c.Pool.Query(ctx, `
+		SELECT input_bytes, input_arrow_bytes, output_bytes, rows, seconds FROM optimizations
+		WHERE policy = $1 AND seconds IS NOT NULL AND input_arrow_bytes IS NOT NULL
+		ORDER BY committed_at DESC, id DESC LIMIT $2`, string(p), limit)
+	costs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[OptimizationCost])
+	if err != nil {
+		return nil, fmt.Errorf("catalog: recent costs of %s optimizations: %w", p, err)
+	}
+	return costs, nil
 }

@@ -136,10 +136,21 @@ func TestCommit(t *testing.T) {
 	require.Len(t, after.Optimizations, 1)
 	o := after.Optimizations[0]
 	require.False(t, o.CommittedAt.IsZero())
+	require.NotNil(t, o.Seconds)
+	require.GreaterOrEqual(t, *o.Seconds, 0.0)
+	inputBytes, arrowBytes, outputBytes, rows := int64(1000+1001+1002), int64(3*2000), int64(1000+1001), int64(2*10)
 	require.Equal(t, catalog.Optimization{
 		TopicID: f.topicID, FencingToken: "run-A", LeaseOwner: l.Owner, OldPrefix: "tp_OLD_run_1/sensors/imu",
 		NewPrefix: "tp_NEW_run-A", InputChunks: 3, OutputChunks: 2, CommittedAt: o.CommittedAt, Policy: policy.Full,
+		InputBytes: &inputBytes, InputArrowBytes: &arrowBytes, OutputBytes: &outputBytes, Rows: &rows, Seconds: o.Seconds,
 	}, o)
+	costs, err := f.c.RecentCosts(ctx, policy.Full, 10)
+	require.NoError(t, err)
+	require.Equal(t, []catalog.OptimizationCost{{InputBytes: inputBytes, InputArrowBytes: arrowBytes,
+		OutputBytes: outputBytes, Rows: rows, Seconds: *o.Seconds}}, costs)
+	costs, err = f.c.RecentCosts(ctx, policy.Tiered, 10)
+	require.NoError(t, err)
+	require.Empty(t, costs)
 
 	// A retried commit succeeds without doing anything, and does not call verify.
 	again, err := f.c.Commit(ctx, f.topicID, "run-A", func(catalog.PlanRecord, []catalog.StagedChunk) error {

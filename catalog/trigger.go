@@ -204,3 +204,36 @@ func (c *Catalog) Levels(ctx context.Context) (map[int64]LevelCounts, error) {
 	}
 	return out, nil
 }
+
+// NeedingTopic is a topic that a run of a trigger would queue (TopicsNeedingCompaction).
+type NeedingTopic struct {
+	TopicID int64
+	Locator string
+	// Policy is the policy a compaction applies to it now (Auto resolved).
+	Policy policy.Policy
+}
+
+// TopicsNeedingCompaction returns, in topic ID order after afterTopicID, at most limit topics
+// that EnqueueTopics(tr) would queue (tr's predicate, inside its scope, not quarantined), with
+// the policy each one's compaction applies, without queueing anything: what a dry run plans.
+// Errors: ErrInvalid for an unknown policy or a limit that is not positive.
+func (c *Catalog) TopicsNeedingCompaction(ctx context.Context, tr Trigger, afterTopicID int64, limit int) ([]NeedingTopic, error) {
+	tr, err := tr.normalized()
+	if err == nil && limit <= 0 {
+		err = fmt.Errorf("limit %d must be positive: %w", limit, ErrInvalid)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog: topics needing compaction: %w", err)
+	}
+	rows, _ := c.Pool.Query(ctx, `
+		SELECT t.id, t.locator, `+resolved(tr.Policy)+` FROM topics t CROSS JOIN `+triggerParams+`
+		WHERE t.id > $4 AND `+needs(tr.Policy)+` AND `+inScope("$5", "$6")+` AND `+notQuarantined+`
+		ORDER BY t.id LIMIT $7`,
+		tr.MinChunks, policy.SmallChunkBytes(tr.MaxChunkSizeBytes), tr.MaxChunkSizeBytes, afterTopicID,
+		scopeSequences(tr.Scope), scopeTopics(tr.Scope), limit)
+	topics, err := pgx.CollectRows(rows, pgx.RowToStructByPos[NeedingTopic])
+	if err != nil {
+		return nil, fmt.Errorf("catalog: topics needing %s compaction after %d: %w", tr.Policy, afterTopicID, err)
+	}
+	return topics, nil
+}

@@ -170,4 +170,11 @@ type Optimization struct {
 	OutputChunks int    // chunk rows written
 	CommittedAt  time.Time
 	Policy       policy.Policy // the policy applied (resolved: never auto)
+	// What it cost (see OptimizationCost); nil for optimizations committed before catalog
+	// version 5 recorded it.
+	InputBytes      *int64
+	InputArrowBytes *int64
+	OutputBytes     *int64
+	Rows            *int64
+	Seconds         *float64
 }

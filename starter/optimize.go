@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ func newStoreOptimizerCommand(e *env) *cobra.Command {
 		opts            app.PassOptions
 		intervalSeconds int64
 		cron            string
+		asJSON          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "store-optimizer",
@@ -26,11 +28,26 @@ func newStoreOptimizerCommand(e *env) *cobra.Command {
 
 With --time-interval SECONDS (> 0) or --cron EXPR: create the Temporal Schedule
 "` + app.ScheduleID + `" (or update it when it exists) to start a run with these options
-periodically; a run still going when the next one is due makes the schedule skip that one.`,
+periodically; a run still going when the next one is due makes the schedule skip that one.
+
+With --dry-run: plan every topic the run would optimize (inputs -> outputs, bytes to read and
+write, estimated seconds from the recent optimizations' throughput) and print them, without
+queueing, leasing, writing or changing anything (a worker computes the plans: it reads the
+catalog and the chunks' footers and timestamp columns only). --json prints the result as JSON.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Validate(); err != nil {
 				return err
+			}
+			if opts.DryRun && (intervalSeconds != 0 || cron != "") {
+				return errors.New("--dry-run runs once: it takes no --time-interval or --cron")
+			}
+			summary := app.WriteSummary
+			switch {
+			case asJSON:
+				summary = app.WriteJSON
+			case opts.DryRun:
+				summary = app.WriteDryRun
 			}
 			return workflowJob[workflows.StoreOptimizerResult]{
 				what:       "run",
@@ -43,9 +60,9 @@ periodically; a run still going when the next one is due makes the schedule skip
 					return app.StartPass(ctx, c, e.cfg, opts)
 				},
 				wait:    app.WaitPass,
-				summary: app.WriteSummary,
+				summary: summary,
 				failed: func(res workflows.StoreOptimizerResult) error {
-					if res.Failed > 0 {
+					if res.Failed > 0 && !opts.DryRun {
 						return errTopicsFailed
 					}
 					return nil
@@ -71,6 +88,9 @@ periodically; a run still going when the next one is due makes the schedule skip
 		"trigger of tiered, leveled and auto: queue a topic only when it has at least this many L0 chunks")
 	f.StringArrayVar(&opts.Scope, "scope", nil,
 		"what the run may touch: all (default), sequence:NAME or topic:LOCATOR; repeatable")
+	f.BoolVar(&opts.DryRun, "dry-run", false,
+		"plan the run's topics and estimate them; queue, lease, write and change nothing")
+	f.BoolVar(&asJSON, "json", false, "print the run's result (or the dry run's plans) as JSON")
 	cmd.MarkFlagsMutuallyExclusive("time-interval", "cron")
 	return cmd
 }

@@ -56,6 +56,10 @@ type StoreOptimizerInput struct {
 	MinChunks int
 	// Scope limits what the run touches: "all" (none = all), "sequence:NAME", "topic:LOCATOR".
 	Scope []string
+	// DryRun: plan every topic the run would optimize and return the plans with estimated
+	// seconds (StoreOptimizerResult.DryRun) without queueing, leasing, writing or changing
+	// anything.
+	DryRun bool `json:",omitempty"`
 	// State is nil when a run starts; continue-as-new carries the run's progress in it.
 	State *RunState
 }
@@ -120,6 +124,8 @@ type StoreOptimizerResult struct {
 	OutputBytes       int64
 	StoreFault        string
 	NotAttempted      int
+	// DryRun is the report of a dry run (StoreOptimizerInput.DryRun), nil otherwise.
+	DryRun *DryRunReport `json:",omitempty"`
 }
 
 // StoreOptimizerWorkflow is one run over every topic that needs optimizing: EnqueueTopics (once
@@ -137,6 +143,9 @@ type StoreOptimizerResult struct {
 // with StoreFault set (see StoreOptimizerResult). The run fails only when EnqueueTopics or
 // ListQueuedTopics fail after their retries; canceling it cancels the children, which release their
 // leases.
+//
+// With DryRun it only plans: PlanTopics page by page (PageSize topics each), no queue row, no
+// child, and the plans in StoreOptimizerResult.DryRun.
 //
 // Queries: ProgressQuery returns a Progress, which the current details (markdown, the Web UI's
 // "Current Details") show too, updated whenever a child starts or finishes. Activities carry
@@ -191,6 +200,9 @@ func (r *storeRun) setup(ctx workflow.Context) error {
 }
 
 func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
+	if r.in.DryRun {
+		return r.dryRun(ctx)
+	}
 	if !r.state.Enqueued {
 		if err := r.enqueue(ctx); err != nil {
 			return r.state.Result, err

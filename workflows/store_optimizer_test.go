@@ -495,3 +495,62 @@ func TestStoreOptimizerStoreFaultStreak(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreOptimizerDryRunOnlyPlans: a dry run pages through PlanTopics with the run's trigger
+// and scope, starts no child and queues nothing, and totals the plans (a topic with nothing to
+// do or bad input counts apart).
+func TestStoreOptimizerDryRunOnlyPlans(t *testing.T) {
+	env := newTestEnv(t)
+	summaries := recordSummaries(env)
+	var mu sync.Mutex
+	var inputs []activities.PlanTopicsInput
+	env.OnActivity(a.PlanTopics, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.PlanTopicsInput) (activities.PlanTopicsResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			inputs = append(inputs, in)
+			plan := func(id int64) activities.TopicPlan {
+				return activities.TopicPlan{TopicID: id, Locator: fmt.Sprintf("seq/t%d", id), Policy: "tiered",
+					PlanTotals: activities.PlanTotals{InputChunks: 10, InputBytes: 1000, InputArrowBytes: 3000, Rows: 50,
+						OutputChunks: 1, OutputBytes: 900, Seconds: 1.5}, Estimate: "default"}
+			}
+			if in.AfterTopicID == 0 {
+				return activities.PlanTopicsResult{Topics: []activities.TopicPlan{plan(1), plan(2), plan(3)}, Listed: 3,
+					NextAfterTopicID: 3, Quarantined: 1}, nil
+			}
+			bad := plan(4)
+			bad.Error = "topic seq/t4: chunk x: not a Parquet file"
+			return activities.PlanTopicsResult{Topics: []activities.TopicPlan{bad,
+				{TopicID: 5, Locator: "seq/t5", Policy: "tiered", NothingToDo: true}}, Listed: 2, NextAfterTopicID: 5}, nil
+		})
+	mockChildren(env, func(workflow.Context, OptimizeTopicInput) (OptimizeTopicResult, error) {
+		t.Error("a dry run started a child")
+		return OptimizeTopicResult{}, nil
+	})
+
+	in := StoreOptimizerInput{DryRun: true, PageSize: 3, Policy: "auto", MinChunks: 4, MaxChunkSizeBytes: 5000,
+		Scope: []string{"sequence:seq"}}
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, in)
+
+	require.NoError(t, env.GetWorkflowError())
+	var res StoreOptimizerResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, []activities.PlanTopicsInput{
+		{Policy: "auto", MinChunks: 4, MaxChunkSizeBytes: 5000, Scope: []string{"sequence:seq"}, Limit: 3},
+		{Policy: "auto", MinChunks: 4, MaxChunkSizeBytes: 5000, Scope: []string{"sequence:seq"}, AfterTopicID: 3, Limit: 3},
+	}, inputs)
+	require.NotNil(t, res.DryRun)
+	d := *res.DryRun
+	require.Len(t, d.Topics, 5)
+	d.Topics = nil
+	require.Equal(t, DryRunReport{Planned: 5, NothingToDo: 1, WouldFail: 1, PlanTotals: activities.PlanTotals{
+		InputChunks: 30, InputBytes: 3000, InputArrowBytes: 9000, Rows: 150, OutputChunks: 3, OutputBytes: 2700,
+		Seconds: 4.5}}, d)
+	require.Equal(t, 1, res.Quarantined)
+	require.Zero(t, res.Optimized)
+	require.Equal(t, []string{
+		"PlanTopics: plan topics after topic 0 (dry run, page of 3)",
+		"PlanTopics: plan topics after topic 3 (dry run, page of 3)",
+	}, summaries.list())
+	require.Contains(t, currentDetails(t, env), "### Dry run: 5 topics planned")
+}
