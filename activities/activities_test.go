@@ -33,13 +33,23 @@ func setup(t testing.TB, pool int64, topics []ingest.TopicSpec) (*activities.Act
 // given run token, and returns the object bytes of each output chunk by ordinal.
 func optimize(t *testing.T, a *activities.Activities, topicID int64, token string, maxChunk int64, groupSize int) [][]byte {
 	t.Helper()
+	out, err := optimizeTopic(a, topicID, token, maxChunk, groupSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// optimizeTopic is optimize returning its first error instead of failing a test, for goroutines
+// (t.Fatal must be called from the test's own goroutine).
+func optimizeTopic(a *activities.Activities, topicID int64, token string, maxChunk int64, groupSize int) ([][]byte, error) {
 	ctx := activities.WithRun(context.Background(), "test-owner", token)
 	if _, err := a.Lease(ctx, activities.LeaseInput{TopicID: topicID}); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	rs, err := a.ReadSort(ctx, activities.ReadSortInput{TopicID: topicID, MaxChunkSizeBytes: maxChunk, GroupTargetChunks: groupSize})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var g errgroup.Group
 	for group := range rs.Groups {
@@ -49,22 +59,22 @@ func optimize(t *testing.T, a *activities.Activities, topicID int64, token strin
 		})
 	}
 	if err := g.Wait(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	staged, err := a.Catalog.StagedChunks(ctx, topicID, token)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if len(staged) != rs.OutputChunks {
-		t.Fatalf("%d chunks staged, %d planned", len(staged), rs.OutputChunks)
+		return nil, fmt.Errorf("topic %d: %d chunks staged, %d planned", topicID, len(staged), rs.OutputChunks)
 	}
 	out := make([][]byte, len(staged))
 	for i, s := range staged {
 		if out[i], err = a.Bucket.ReadAll(ctx, s.ObjectKey); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	return out
+	return out, nil
 }
 
 // TestSeveralWritersGiveTheSameBytesAsOne writes one topic's plan once with one WriteChunks
@@ -122,7 +132,9 @@ func optimizeConcurrently(t *testing.T, pool int64) int64 {
 	for i, it := range ts {
 		g.Go(func() error {
 			token := fmt.Sprintf("run-%d", i)
-			optimize(t, a, it.TopicID, token, 2<<20, 1)
+			if _, err := optimizeTopic(a, it.TopicID, token, 2<<20, 1); err != nil {
+				return err
+			}
 			_, err := a.Commit(activities.WithRun(context.Background(), "test-owner", token), activities.CommitInput{TopicID: it.TopicID})
 			return err
 		})
