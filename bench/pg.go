@@ -94,7 +94,8 @@ type snapshotTable struct {
 }
 
 // snapshotCatalog saves the rows of every table of the public schema (goose's version table
-// excepted: Migrate fills it) into dir/<table>.copy in COPY text format, and returns the tables.
+// excepted: Migrate fills it; generated columns left out: PostgreSQL computes them) into
+// dir/<table>.copy in COPY text format, and returns the tables.
 func snapshotCatalog(ctx context.Context, databaseURL, dir string) ([]snapshotTable, error) {
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
@@ -106,6 +107,7 @@ func snapshotCatalog(ctx context.Context, databaseURL, dir string) ([]snapshotTa
 		FROM information_schema.columns c
 		JOIN information_schema.tables t USING (table_schema, table_name)
 		WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' AND c.table_name <> 'goose_db_version'
+			AND c.is_generated = 'NEVER'
 		GROUP BY c.table_name ORDER BY c.table_name`)
 	tables, err := pgx.CollectRows(rows, pgx.RowToStructByPos[snapshotTable])
 	if err != nil {
