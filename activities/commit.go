@@ -19,9 +19,8 @@ import (
 // Commit copies the topic's metadata.json byte for byte into the fresh prefix, verifies the
 // staged output against the plan (DESIGN.md rule 6: rows, null timestamps, timestamp range,
 // content digests, every output's footer equal to the inputs', global order, every object
-// present with its recorded size, every planned input chunk's rows taken by exactly one output)
-// and switches the
-// topic in one catalog transaction that also checks the lease and the planned chunk set (rule 4).
+// present with its recorded size, every row of every chunk the commit replaces, as the catalog
+// holds it, taken by exactly one output) and switches the topic in one catalog transaction that also checks the lease and the planned chunk set (rule 4).
 // A retry after a successful commit returns AlreadyCommitted and changes nothing. Errors:
 // ErrTypeVerification, ErrTypeLeaseLost, ErrTypeChunkSetChanged; the topic is unchanged after any.
 func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, error) {
@@ -121,7 +120,7 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 	res.InputBytes = p.InputBytes()
 	want := verify.Expected{Outputs: len(p.Outputs), Rows: p.Totals.Rows,
 		TimestampNulls: p.Totals.TimestampNulls, MinTs: p.Totals.MinTs, MaxTs: p.Totals.MaxTs,
-		Inputs: inputChunks(&p),
+		Inputs: replacedChunks(rec.Inputs),
 		// A rollup's outputs are L0 chunks: they may overlap each other in time.
 		Unordered: p.EffectiveKind() == plan.KindConcatenate}
 	if !want.Unordered {
@@ -136,19 +135,14 @@ func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, s
 	return verify.Check(want, facts)
 }
 
-// inputChunks returns the plan's input chunks for verification, each once with all its rows (a
-// chunk read as several runs is several plan inputs), in plan order.
-func inputChunks(p *plan.Plan) []verify.InputChunk {
-	var out []verify.InputChunk
-	at := map[int64]int{}
-	for _, in := range p.Inputs {
-		i, ok := at[in.ChunkID]
-		if !ok {
-			i = len(out)
-			at[in.ChunkID] = i
-			out = append(out, verify.InputChunk{ID: in.ChunkID, Key: in.ObjectKey})
-		}
-		out[i].Rows += in.Rows
+// replacedChunks returns the chunks the commit replaces, as the catalog holds them inside the
+// commit's transaction (catalog.PlanRecord.Inputs), for verification: every row of each must be
+// taken by exactly one output, whatever the stored plan says it reads (a chunk the plan left out
+// would otherwise be deleted unread).
+func replacedChunks(chunks []catalog.Chunk) []verify.InputChunk {
+	out := make([]verify.InputChunk, len(chunks))
+	for i, c := range chunks {
+		out[i] = verify.InputChunk{ID: c.ID, Key: c.ObjectKey, Rows: c.RowCount}
 	}
 	return out
 }

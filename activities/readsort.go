@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,7 +146,7 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	if sel.Kind == plan.KindConcatenate {
 		p, err = rollupPlan(chunks, scans, sel, opts)
 	} else {
-		p, err = mergePlan(chunks, scans, opts)
+		p, err = mergePlan(dropInputFault(chunks, scans, opts))
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -385,4 +387,19 @@ func (k *keptValues) report() []string {
 			key, k.first, k.counts[key], k.chunks, k.example[key], k.first))
 	}
 	return out
+}
+
+// dropInputFault leaves the middle chunk out of the chunks and scans the plan is computed from
+// when a test enables faults.PlanDropInput (builds with the storeopt_faults tag only), so that
+// tests can prove the commit checks the rows of every chunk it replaces, not only of those the
+// plan names.
+func dropInputFault(chunks []catalog.Chunk, scans []compaction.Scan, opts plan.Options) ([]catalog.Chunk, []compaction.Scan, plan.Options) {
+	if !faults.Enabled || len(chunks) < 2 {
+		return chunks, scans, opts
+	}
+	i := len(chunks) / 2
+	if !faults.TriggeredOn(faults.PlanDropInput, strconv.FormatInt(chunks[i].ID, 10)) {
+		return chunks, scans, opts
+	}
+	return slices.Delete(slices.Clone(chunks), i, i+1), slices.Delete(slices.Clone(scans), i, i+1), opts
 }

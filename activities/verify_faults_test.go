@@ -111,6 +111,36 @@ func TestVerificationCatchesBoundaryFaults(t *testing.T) {
 	}
 }
 
+// TestVerificationCatchesAnInputLeftOutOfThePlan leaves one selected input chunk out of the plan
+// read-sort computes (faults.PlanDropInput): its inputs and totals agree with each other and with
+// every output, but the commit would replace (delete) the chunk with the others. The commit
+// refuses it, naming the chunk, its rows and the rows taken (none), and the topic stays exactly
+// as it was. The case fails if the fault did not act.
+func TestVerificationCatchesAnInputLeftOutOfThePlan(t *testing.T) {
+	const rows = 300
+	a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: rows,
+		Overlap: 0.3, UnsortedFraction: 0.2}})
+	chunks, err := a.Catalog.Chunks(context.Background(), ts[0].TopicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = refusedCommit(t, a, ts[0], faults.PlanDropInput+"=on*1", 8<<10)
+	on := faults.ActedOn(faults.PlanDropInput)
+	if len(on) != 1 {
+		t.Fatalf("fault %s acted on chunks %v, want exactly one", faults.PlanDropInput, on)
+	}
+	var key string
+	for _, c := range chunks {
+		if fmt.Sprint(c.ID) == on[0] {
+			key = c.ObjectKey
+		}
+	}
+	want := fmt.Sprintf("input chunk %s: 0 rows taken by the output chunks, %d in the chunk", key, rows)
+	if key == "" || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+}
+
 // refusedCommit optimizes the topic with the faults spec (STOREOPT_FAULTS) and output chunks of
 // maxChunk bytes, checks that the run is refused with a non-retryable verification error naming
 // the topic, that the topic is exactly as it was and that Release deletes the run's output, and

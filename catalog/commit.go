@@ -122,7 +122,7 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 	if err != nil {
 		return CommitResult{}, err
 	}
-	if err := checkInputs(ctx, tx, topicID, plan, version, spec.ReplaceAll); err != nil {
+	if plan.Inputs, err = checkInputs(ctx, tx, topicID, plan, version, spec.ReplaceAll); err != nil {
 		return CommitResult{}, err
 	}
 	staged, err := stagedChunksOf(ctx, tx, topicID, fencingToken)
@@ -198,38 +198,39 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 var stagedAsChunk = strings.NewReplacer("ordinal", "coalesce(target_ordinal, ordinal)", "level", "$3::smallint").
 	Replace(chunkFields)
 
-// checkInputs checks step 3 of CommitPlan.
-func checkInputs(ctx context.Context, tx pgx.Tx, topicID int64, plan PlanRecord, version int64, replaceAll bool) error {
+// checkInputs checks step 3 of CommitPlan and returns the chunk rows the commit replaces (the
+// plan's InputChunkIDs as the catalog holds them, in catalog order).
+func checkInputs(ctx context.Context, tx pgx.Tx, topicID int64, plan PlanRecord, version int64, replaceAll bool) ([]Chunk, error) {
 	if replaceAll {
 		if version != plan.ChunkSetVersion {
-			return fmt.Errorf("topic %d: chunk set version is %d, plan was made at %d: %w",
+			return nil, fmt.Errorf("topic %d: chunk set version is %d, plan was made at %d: %w",
 				topicID, version, plan.ChunkSetVersion, ErrChunkSetChanged)
 		}
 		current, err := chunksOf(ctx, tx, topicID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ids := make([]int64, len(current))
 		for i, ch := range current {
 			ids[i] = ch.ID
 		}
 		if !slices.Equal(ids, plan.InputChunkIDs) {
-			return fmt.Errorf("topic %d: %d chunks now, plan read %d (chunk IDs differ): %w",
+			return nil, fmt.Errorf("topic %d: %d chunks now, plan read %d (chunk IDs differ): %w",
 				topicID, len(ids), len(plan.InputChunkIDs), ErrChunkSetChanged)
 		}
-		return nil
+		return current, nil
 	}
-	var present int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM chunks WHERE topic_id = $1 AND id = ANY($2)`,
-		topicID, plan.InputChunkIDs).Scan(&present)
+	rows, _ := tx.Query(ctx, `SELECT id, `+chunkFields+` FROM chunks WHERE topic_id = $1 AND id = ANY($2)
+		ORDER BY level DESC, ordinal`, topicID, plan.InputChunkIDs)
+	inputs, err := pgx.CollectRows(rows, scanChunk)
 	if err != nil {
-		return fmt.Errorf("topic %d: look up input chunks: %w", topicID, err)
+		return nil, fmt.Errorf("topic %d: look up input chunks: %w", topicID, err)
 	}
-	if present != len(plan.InputChunkIDs) {
-		return fmt.Errorf("topic %d: %d of the plan's %d input chunks are still there: %w",
-			topicID, present, len(plan.InputChunkIDs), ErrChunkSetChanged)
+	if len(inputs) != len(plan.InputChunkIDs) {
+		return nil, fmt.Errorf("topic %d: %d of the plan's %d input chunks are still there: %w",
+			topicID, len(inputs), len(plan.InputChunkIDs), ErrChunkSetChanged)
 	}
-	return nil
+	return inputs, nil
 }
 
 // Optimizations returns the committed optimizations of a topic, oldest first.

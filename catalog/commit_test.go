@@ -110,6 +110,7 @@ func TestCommit(t *testing.T) {
 	require.Equal(t, catalog.CommitResult{
 		OldPrefix: "tp_OLD_run_1/sensors/imu", NewPrefix: "tp_NEW_run-A", InputChunks: 3, OutputChunks: 2,
 	}, res)
+	p.Inputs = before.Chunks // verify sees the chunk rows the commit replaces: all of them
 	require.Equal(t, p, seenPlan)
 	require.Equal(t, before.Staged, seenStaged)
 

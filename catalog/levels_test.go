@@ -163,8 +163,12 @@ func TestTieredCommitReplacesExactlyItsInputsWhileAppendsGoOn(t *testing.T) {
 	// append must not wait for the commit.
 	_, err := c.AddChunk(ctx, testChunk(topicID, 4, "tp_live_imu/data/00004.parquet"))
 	require.NoError(t, err)
+	var seenInputs []int64
 	res, err := c.CommitPlan(ctx, topicID, "run-T", catalog.CommitSpec{Policy: policy.Tiered},
-		func(catalog.PlanRecord, []catalog.StagedChunk) error {
+		func(plan catalog.PlanRecord, _ []catalog.StagedChunk) error {
+			for _, ch := range plan.Inputs {
+				seenInputs = append(seenInputs, ch.ID)
+			}
 			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			_, err := c.AddChunk(actx, testChunk(topicID, 5, "tp_live_imu/data/00005.parquet"))
@@ -172,6 +176,7 @@ func TestTieredCommitReplacesExactlyItsInputsWhileAppendsGoOn(t *testing.T) {
 		})
 	require.NoError(t, err)
 	require.Equal(t, 2, res.InputChunks)
+	require.Equal(t, ids[1:3], seenInputs, "verify sees the chunk rows the commit replaces, and only those")
 
 	chunks, err := c.Chunks(ctx, topicID)
 	require.NoError(t, err)

@@ -134,6 +134,11 @@ type PlanRecord struct {
 	ChunkSetVersion int64   // topics.chunk_set_version when the plan was computed
 	InputChunkIDs   []int64 // chunk IDs the plan reads, in ordinal order
 	Body            []byte  // JSON plan (see package plan)
+	// Inputs is set by CommitPlan before it calls verify (it is not stored): the chunk rows the
+	// commit replaces, as the catalog holds them inside the commit's transaction, in catalog
+	// order. They are independent of the plan's Body, so verification can check the rows of
+	// every chunk the commit deletes, not only of those the plan names.
+	Inputs []Chunk `db:"-"`
 }
 
 // StagedChunk is an output chunk written by WriteChunks and waiting for Commit. Chunk.Ordinal

@@ -130,11 +130,11 @@ func UnmarshalTaken(b []byte) (Taken, error) {
 	return t, nil
 }
 
-// InputChunk is one planned input chunk as Check sees it.
+// InputChunk is one input chunk the optimization replaces, as Check sees it.
 type InputChunk struct {
 	ID   int64  // catalog chunk ID
 	Key  string // object key, for messages
-	Rows int64  // rows the chunk holds (the catalog's row count, checked by read-sort)
+	Rows int64  // rows the chunk holds (the catalog's row count, checked against its footer by read-sort)
 }
 
 // maxNamedInputs bounds the input chunks one mismatch message names.
@@ -154,7 +154,7 @@ func checkTaken(inputs []InputChunk, outs []OutputFacts) error {
 	for _, o := range outs {
 		for id, p := range o.Taken {
 			if !planned[id] {
-				return mismatch("output chunk %d took %d rows of chunk ID %d, which the plan does not read", o.Ordinal, p.Rows, id)
+				return mismatch("output chunk %d took %d rows of chunk ID %d, which the optimization does not replace", o.Ordinal, p.Rows, id)
 			}
 			cur := sum[id]
 			cur.Rows += p.Rows

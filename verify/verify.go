@@ -35,7 +35,8 @@ type Expected struct {
 	Rows           int64
 	TimestampNulls int64
 	MinTs, MaxTs   *int64
-	// Inputs are the planned input chunks; their rows add up to Rows.
+	// Inputs are the input chunks the optimization replaces, as the catalog holds them (not as
+	// the plan lists them); their rows must add up to Rows.
 	Inputs []InputChunk
 	// Footer identifies the footer every output must repeat: the inputs' (parquetio.Footer.Digest).
 	Footer []byte
@@ -82,17 +83,18 @@ func Check(want Expected, outs []OutputFacts) error {
 			return mismatch("output chunk %d: %d rows, but %d taken from its input chunks", i, o.Rows, n)
 		}
 	}
-	// Which input rows went where comes before the order of the outputs: a row routed to the
-	// wrong output usually breaks the order too, and this names the input chunk.
+	// Which input rows went where comes before the order of the outputs and the totals: a row
+	// routed to the wrong output usually breaks the order too, a chunk left out of the plan its
+	// totals, and this names the input chunk.
+	if err := checkTaken(want.Inputs, outs); err != nil {
+		return err
+	}
 	var inputRows int64
 	for _, in := range want.Inputs {
 		inputRows += in.Rows
 	}
 	if inputRows != want.Rows {
-		return mismatch("the plan's %d input chunks hold %d rows, its totals say %d", len(want.Inputs), inputRows, want.Rows)
-	}
-	if err := checkTaken(want.Inputs, outs); err != nil {
-		return err
+		return mismatch("the %d input chunks hold %d rows, the plan's totals say %d", len(want.Inputs), inputRows, want.Rows)
 	}
 	var rows, nulls int64
 	var minTs, maxTs *int64

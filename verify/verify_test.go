@@ -88,8 +88,12 @@ func TestCheckReportsMismatches(t *testing.T) {
 		}, []string{"output chunk 0", "5 rows", "5 read", "4 encoded"}},
 		{"content digest", func(w *Expected, o []OutputFacts) []OutputFacts { o[2].Written.Sum = 99; return o },
 			[]string{"output chunk 2", "digest", o3Read(), "3/0000000000000063"}},
-		{"total rows against the plan's inputs", func(w *Expected, o []OutputFacts) []OutputFacts { w.Rows = 13; return o },
-			[]string{"the plan's 2 input chunks hold 12 rows, its totals say 13"}},
+		{"total rows against the replaced chunks", func(w *Expected, o []OutputFacts) []OutputFacts { w.Rows = 13; return o },
+			[]string{"the 2 input chunks hold 12 rows, the plan's totals say 13"}},
+		{"a replaced chunk the plan left out (its totals too)", func(w *Expected, o []OutputFacts) []OutputFacts {
+			w.Inputs = append(w.Inputs, InputChunk{ID: 13, Key: "tp_A/data/00002.parquet", Rows: 4})
+			return o
+		}, []string{"input chunk tp_A/data/00002.parquet: 0 rows taken by the output chunks, 4 in the chunk"}},
 		{"row taken twice and another by no output, inside one input chunk", func(w *Expected, o []OutputFacts) []OutputFacts {
 			o[1].Taken = taken(rowsOf(11, 4, 6), rowsOf(12, 3, 0)) // row 4 also in output 0, row 5 nowhere
 			return o
@@ -103,7 +107,7 @@ func TestCheckReportsMismatches(t *testing.T) {
 		{"rows taken from a chunk the plan does not read", func(w *Expected, o []OutputFacts) []OutputFacts {
 			o[2].Taken = taken(rowsOf(12, 4, 2), rowsOf(99, 0))
 			return o
-		}, []string{"output chunk 2 took 1 rows of chunk ID 99, which the plan does not read"}},
+		}, []string{"output chunk 2 took 1 rows of chunk ID 99, which the optimization does not replace"}},
 		{"taken rows disagree with the chunk's rows", func(w *Expected, o []OutputFacts) []OutputFacts {
 			o[0].Taken = taken(rowsOf(11, 0, 1, 2, 3))
 			return o
