@@ -27,6 +27,10 @@ exists="$(psql -h "$host" -p "$port" -U "$user" -d postgres -tAc "SELECT 1 FROM 
   || die "cannot query PostgreSQL at $host:$port as $user"
 if [[ "$exists" != "1" ]]; then
   log "creating database $db"
-  psql -h "$host" -p "$port" -U "$user" -d postgres -qc "CREATE DATABASE \"$db\"" \
-    || die "cannot create database $db"
+  # Two runs starting at once (a developer's and CI's) may both see it missing: the loser's
+  # CREATE fails, which is fine when the database exists afterwards.
+  if ! psql -h "$host" -p "$port" -U "$user" -d postgres -qc "CREATE DATABASE \"$db\"" 2>/dev/null; then
+    exists="$(psql -h "$host" -p "$port" -U "$user" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" || true
+    [[ "$exists" == "1" ]] || die "cannot create database $db"
+  fi
 fi
