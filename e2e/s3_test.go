@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +36,15 @@ func (e *env) multipartUploads(t *testing.T) map[string]partsOf {
 	out := map[string]partsOf{}
 	for _, u := range testenv.MultipartUploads(t, e.b, e.cfg.StoreURL) {
 		parts, err := c.ListParts(context.Background(), &s3.ListPartsInput{Bucket: aws.String(bucket), Key: u.Key, UploadId: u.UploadId})
-		if err != nil {
+		var apiErr interface{ ErrorCode() string }
+		if errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchUpload" {
 			continue // completed or aborted since the listing
+		}
+		if err != nil {
+			t.Fatalf("list the parts of upload %s of %s: %v", aws.ToString(u.UploadId), aws.ToString(u.Key), err)
+		}
+		if aws.ToBool(parts.IsTruncated) {
+			t.Fatalf("list the parts of upload %s of %s: truncated after %d parts", aws.ToString(u.UploadId), aws.ToString(u.Key), len(parts.Parts))
 		}
 		p := partsOf{key: aws.ToString(u.Key)}
 		for _, part := range parts.Parts {

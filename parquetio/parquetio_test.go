@@ -22,9 +22,8 @@ import (
 	"github.com/storeopt/storeopt/verify"
 )
 
-// sharedData is the project's shared test data, beside the repository (../shared/data from its root).
-// sharedData is the project's shared test data: ../shared/data next to the repository, or
-// STOREOPT_SHARED_DATA.
+// sharedData is the project's shared test data: $STOREOPT_SHARED_DATA, else ../shared/data next
+// to the repository.
 var sharedData = cmp.Or(os.Getenv("STOREOPT_SHARED_DATA"), filepath.Join("..", "..", "shared", "data"))
 
 func md(kv ...string) arrow.Metadata {

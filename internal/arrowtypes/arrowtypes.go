@@ -29,6 +29,10 @@ type Case struct {
 	Values  string
 	// Dict says the column must stay dictionary-encoded when rewritten.
 	Dict bool
+	// PlainReadFails says plain pqarrow (arrow-go v18.8.0, ReadTable with the stored schema)
+	// refuses a chunk of this case; storeopt's own reader reads it (parquetio). Tests that read
+	// the cases with plain pqarrow skip exactly these and fail on any other case it refuses.
+	PlainReadFails bool
 }
 
 func jsonType() arrow.DataType {
@@ -80,7 +84,7 @@ func Cases() []Case {
 		{Name: "bool", Written: arrow.FixedWidthTypes.Boolean, Values: `[true, null, false, true, true, false]`},
 		{Name: "fixed_size_binary(16)", Written: &arrow.FixedSizeBinaryType{ByteWidth: 16}, Values: `["AAECAwQFBgcICQoLDA0ODw==", null, "/////////////////////w==", "AAAAAAAAAAAAAAAAAAAAAA==", "AAECAwQFBgcICQoLDA0ODw==", "AQEBAQEBAQEBAQEBAQEBAQ=="]`},
 		{Name: "arrow.uuid", Written: extensions.NewUUIDType(), Values: `["00010203-0405-0607-0809-0a0b0c0d0e0f", null, "ffffffff-ffff-ffff-ffff-ffffffffffff", "00000000-0000-0000-0000-000000000000", "00010203-0405-0607-0809-0a0b0c0d0e0f", "01010101-0101-0101-0101-010101010101"]`},
-		{Name: "arrow.json", Written: jsonType(), Values: `["{\"a\":1}", null, "[]", "null", "{\"a\":1}", "\"s\""]`},
+		{Name: "arrow.json", Written: jsonType(), Values: `["{\"a\":1}", null, "[]", "null", "{\"a\":1}", "\"s\""]`, PlainReadFails: true},
 		{Name: "fixed_size_list<float32, 3>", Written: arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32), Values: `[[1, 2, 3], [7, 8, 9], [null, 0, -1], [4, 5, 6], [1, 2, 3], [0, 0, 0]]`},
 		{Name: "list<int32>", Written: arrow.ListOf(arrow.PrimitiveTypes.Int32), Values: `[[1, 2], null, [], [null], [3, null, 4], [5]]`},
 		{Name: "large_list<utf8>", Written: arrow.LargeListOf(arrow.BinaryTypes.String), Values: `[["a"], null, [], [null, ""], ["b", "c"], ["d"]]`},

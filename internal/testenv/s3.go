@@ -191,13 +191,17 @@ func StartMultipartUpload(t testing.TB, b *blob.Bucket, storeURL, key string, pa
 	return aws.ToString(mu.UploadId)
 }
 
-// MultipartUploads returns the unfinished multipart uploads of the s3:// store (at most 1000).
+// MultipartUploads returns the unfinished multipart uploads of the s3:// store (at most 1000: a
+// truncated listing fails the test, so that "none left" never passes on a partial one).
 func MultipartUploads(t testing.TB, b *blob.Bucket, storeURL string) []types.MultipartUpload {
 	t.Helper()
 	c, bucket := S3Client(t, b, storeURL)
 	out, err := c.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
 	if err != nil {
 		t.Fatalf("testenv: list multipart uploads of %s: %v", bucket, err)
+	}
+	if aws.ToBool(out.IsTruncated) {
+		t.Fatalf("testenv: list multipart uploads of %s: truncated after %d uploads", bucket, len(out.Uploads))
 	}
 	return out.Uploads
 }
