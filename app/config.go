@@ -6,6 +6,7 @@ package app
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -190,12 +191,15 @@ func (c *Config) validateMetricsAddress() error {
 }
 
 // NewLogger returns a text slog.Logger on stderr at c.LogLevel (info when invalid).
-func (c *Config) NewLogger() *slog.Logger {
+func (c *Config) NewLogger() *slog.Logger { return c.NewLoggerTo(os.Stderr) }
+
+// NewLoggerTo returns a text slog.Logger writing to w at c.LogLevel (info when invalid).
+func (c *Config) NewLoggerTo(w io.Writer) *slog.Logger {
 	level, err := parseLevel(c.LogLevel)
 	if err != nil {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -48,14 +48,7 @@ func (e *env) starter(t *testing.T, args ...string) (string, int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(),
-		app.EnvTemporalAddress+"="+e.cfg.TemporalAddress,
-		app.EnvDatabaseURL+"="+e.cfg.DatabaseURL,
-		app.EnvStoreURL+"="+e.cfg.StoreURL,
-		app.EnvTaskQueue+"="+e.cfg.TaskQueue,
-		app.EnvLogLevel+"=warn")
-	cmd.Env = append(cmd.Env, e.procEnv...)
+	cmd := e.starterCommand(ctx, bin, args...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {
@@ -65,6 +58,20 @@ func (e *env) starter(t *testing.T, args ...string) (string, int) {
 		t.Fatalf("starter %v: %v\n%s", args, err, out)
 	}
 	return string(out), 0
+}
+
+// starterCommand is the command of the starter binary bin with args, pointed at e (log level
+// warn, then e.procEnv).
+func (e *env) starterCommand(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(),
+		app.EnvTemporalAddress+"="+e.cfg.TemporalAddress,
+		app.EnvDatabaseURL+"="+e.cfg.DatabaseURL,
+		app.EnvStoreURL+"="+e.cfg.StoreURL,
+		app.EnvTaskQueue+"="+e.cfg.TaskQueue,
+		app.EnvLogLevel+"=warn")
+	cmd.Env = append(cmd.Env, e.procEnv...)
+	return cmd
 }
 
 // runCleanup runs one cleanup pass with the given retention and returns its result.

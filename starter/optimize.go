@@ -19,6 +19,7 @@ func newStoreOptimizerCommand(e *env) *cobra.Command {
 		intervalSeconds int64
 		cron            string
 		asJSON          bool
+		progressEvery   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "store-optimizer",
@@ -33,7 +34,12 @@ periodically; a run still going when the next one is due makes the schedule skip
 With --dry-run: plan every topic the run would optimize (inputs -> outputs, bytes to read and
 write, estimated seconds from the recent optimizations' throughput) and print them, without
 queueing, leasing, writing or changing anything (a worker computes the plans: it reads the
-catalog and the chunks' footers and timestamp columns only). --json prints the result as JSON.`,
+catalog and the chunks' footers and timestamp columns only). --json prints the result as JSON.
+
+While it waits, the starter shows the run's progress (its progress query, the numbers of the
+run's current details in the Web UI): two bars, topics and bytes finished of the run's queue
+with the rate and the ETA, when stderr is a terminal; a log line every --progress-interval
+otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.Validate(); err != nil {
@@ -61,6 +67,12 @@ catalog and the chunks' footers and timestamp columns only). --json prints the r
 				},
 				wait:    app.WaitPass,
 				summary: summary,
+				progress: func() (progressView, time.Duration) {
+					if opts.DryRun {
+						return nil, 0 // a dry run plans; it has no queue to finish
+					}
+					return newProgressView(e, progressEvery)
+				},
 				failed: func(res workflows.StoreOptimizerResult) error {
 					if res.Failed > 0 && !opts.DryRun {
 						return errTopicsFailed
@@ -91,6 +103,8 @@ catalog and the chunks' footers and timestamp columns only). --json prints the r
 	f.BoolVar(&opts.DryRun, "dry-run", false,
 		"plan the run's topics and estimate them; queue, lease, write and change nothing")
 	f.BoolVar(&asJSON, "json", false, "print the run's result (or the dry run's plans) as JSON")
+	f.DurationVar(&progressEvery, "progress-interval", DefaultProgressInterval,
+		"while waiting: a progress bar (topics and bytes finished, ETA) on stderr when it is a terminal, else a log line of the run's progress this often; 0 = neither")
 	cmd.MarkFlagsMutuallyExclusive("time-interval", "cron")
 	return cmd
 }

@@ -24,6 +24,9 @@ type workflowJob[R any] struct {
 	wait       func(ctx context.Context, run client.WorkflowRun) (R, error)
 	summary    func(w io.Writer, id string, res R) error
 	failed     func(res R) error // the error (exit status 1) a result stands for, or nil
+	// progress, when set, returns how to show the progress of the execution while the starter
+	// waits for it and how often to ask for it (no view: nothing shown).
+	progress func() (progressView, time.Duration)
 }
 
 // workerCheckInterval is how often a waiting starter checks that some worker polls its task queue.
@@ -59,15 +62,23 @@ func (j workflowJob[R]) execute(ctx context.Context, e *env, out io.Writer, inte
 		return err
 	}
 	e.logger.Info(j.what+" started", "workflow_id", run.GetID(), "run_id", run.GetRunID())
+	warnings, stopProgress := e.logger, func(bool) {}
+	if j.progress != nil {
+		if view, every := j.progress(); view != nil {
+			stopProgress = watchRun(ctx, c, run.GetID(), view, every)
+			warnings = e.cfg.NewLoggerTo(view.output()) // above the bar, not through it
+		}
+	}
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	go app.WatchWorkers(watchCtx, c, e.cfg.TaskQueue, workerCheckInterval, func(polling bool) {
 		if !polling {
-			e.logger.Warn("no worker polls the task queue: the "+j.what+" waits until one does; start bin/worker with the same --task-queue, --database-url and --store-url",
+			warnings.Warn("no worker polls the task queue: the "+j.what+" waits until one does; start bin/worker with the same --task-queue, --database-url and --store-url",
 				"task_queue", e.cfg.TaskQueue)
 		}
 	})
 	res, err := j.wait(ctx, run)
 	stopWatching()
+	stopProgress(err == nil)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return fmt.Errorf("stopped waiting; %s %s goes on (see the Web UI or `temporal workflow describe -w %s`)",
