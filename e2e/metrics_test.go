@@ -132,20 +132,54 @@ func TestMetricsAfterAPass(t *testing.T) {
 		t.Errorf("bytes read %v, want at least the %d bytes of the inputs", got, inBytes)
 	}
 
-	// Cleanup: its deletions are counted as its report counts them.
+	// Cleanup: its deletions are counted as the store saw them go (its report must agree; both
+	// come from the code under test, the store's listing before and after does not).
+	keysBefore, tempBefore := listKeys(t, e), tempKeys(t, e)
 	cres := e.runCleanup(t, 0)
-	if cres.Deleted == 0 || cres.DeletedObjects == 0 {
-		t.Fatalf("cleanup deleted nothing: %+v", cres)
-	}
-	s = metricstest.Scrape(t, url)
-	for kind, want := range map[string]int{metrics.CleanupPrefixes: cres.Deleted, metrics.CleanupObjects: cres.DeletedObjects,
-		metrics.CleanupTempFiles: cres.TempFilesDeleted} {
-		if got := s.Value(t, "storeopt_cleanup_deleted_total", map[string]string{"kind": kind}); got != float64(want) {
-			t.Errorf("cleanup deleted %s: metric %v, report %d", kind, got, want)
+	keysAfter, tempAfter := listKeys(t, e), tempKeys(t, e)
+	gone := map[string]int{} // top-level prefix → its objects deleted
+	for k := range keysBefore {
+		if !keysAfter[k] {
+			prefix, _, _ := strings.Cut(k, "/")
+			gone[prefix]++
 		}
 	}
-	if got := s.Value(t, "storeopt_cleanup_failed_total", nil); got != float64(cres.DeleteFailed+cres.TempFilesFailed) {
-		t.Errorf("cleanup failures: metric %v, report %+v", got, cres)
+	left := map[string]bool{} // top-level prefixes still holding objects
+	for k := range keysAfter {
+		prefix, _, _ := strings.Cut(k, "/")
+		left[prefix] = true
+	}
+	var goneObjects, gonePrefixes, goneTemp int
+	for prefix, n := range gone {
+		goneObjects += n
+		if !left[prefix] {
+			gonePrefixes++
+		}
+	}
+	for k := range tempBefore {
+		if !tempAfter[k] {
+			goneTemp++
+		}
+	}
+	if gonePrefixes == 0 || goneObjects == 0 {
+		t.Fatalf("cleanup deleted nothing from the store (report %+v)", cres)
+	}
+	s = metricstest.Scrape(t, url)
+	for _, c := range []struct {
+		kind          string
+		store, report int
+	}{
+		{metrics.CleanupPrefixes, gonePrefixes, cres.Deleted},
+		{metrics.CleanupObjects, goneObjects, cres.DeletedObjects},
+		{metrics.CleanupTempFiles, goneTemp, cres.TempFilesDeleted},
+	} {
+		got := s.Value(t, "storeopt_cleanup_deleted_total", map[string]string{"kind": c.kind})
+		if got != float64(c.store) || c.report != c.store {
+			t.Errorf("cleanup deleted %s: metric %v, report %d, gone from the store %d", c.kind, got, c.report, c.store)
+		}
+	}
+	if got := s.Value(t, "storeopt_cleanup_failed_total", nil); got != float64(cres.DeleteFailed+cres.TempFilesFailed) || got != 0 {
+		t.Errorf("cleanup failures: metric %v, report %+v, want none", got, cres)
 	}
 
 	// The Temporal SDK's metrics (reported every second) on the same endpoint.
