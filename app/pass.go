@@ -35,11 +35,13 @@ const DefaultMaxChunkSizeBytes int64 = workflows.DefaultMaxChunkSizeBytes
 type PassOptions struct {
 	// MaxChunkSizeBytes is the soft limit of one output chunk, bytes.
 	MaxChunkSizeBytes int64
-	// MaxConcurrentTopics is how many topics are optimized at once.
-	MaxConcurrentTopics int
+	// MaxConcurrentTopics is how many topics larger than MaxChunkSizeBytes are optimized at once;
+	// MaxConcurrentSmallTopics how many smaller ones besides (0 = the workflow's defaults).
+	MaxConcurrentTopics      int
+	MaxConcurrentSmallTopics int
 	// TopicParallelism is how many WriteChunks activities of one topic run at once.
 	TopicParallelism int
-	// PageSize is how many queued topics one page (one continue-as-new segment) takes.
+	// PageSize is how many queued topics one ListQueuedTopics lists.
 	PageSize int
 	// Policy is the compaction policy ("" = full), MinChunks its trigger (L0 chunks; 0 = 2) and
 	// Scope the topics it may touch ("all", "sequence:NAME", "topic:LOCATOR"; none = all).
@@ -58,6 +60,8 @@ func (o PassOptions) Validate() error {
 		return fmt.Errorf("max chunk size %d bytes is negative", o.MaxChunkSizeBytes)
 	case o.MaxConcurrentTopics < 0:
 		return fmt.Errorf("max concurrent topics %d is negative", o.MaxConcurrentTopics)
+	case o.MaxConcurrentSmallTopics < 0:
+		return fmt.Errorf("max concurrent small topics %d is negative", o.MaxConcurrentSmallTopics)
 	case o.TopicParallelism < 0:
 		return fmt.Errorf("topic parallelism %d is negative", o.TopicParallelism)
 	case o.PageSize < 0:
@@ -75,14 +79,15 @@ func (o PassOptions) Validate() error {
 // Input returns the StoreOptimizerWorkflow input of a fresh run with these options.
 func (o PassOptions) Input() workflows.StoreOptimizerInput {
 	return workflows.StoreOptimizerInput{
-		MaxChunkSizeBytes:   o.MaxChunkSizeBytes,
-		MaxConcurrentTopics: o.MaxConcurrentTopics,
-		TopicParallelism:    o.TopicParallelism,
-		PageSize:            o.PageSize,
-		Policy:              o.Policy,
-		MinChunks:           o.MinChunks,
-		Scope:               o.Scope,
-		DryRun:              o.DryRun,
+		MaxChunkSizeBytes:        o.MaxChunkSizeBytes,
+		MaxConcurrentTopics:      o.MaxConcurrentTopics,
+		MaxConcurrentSmallTopics: o.MaxConcurrentSmallTopics,
+		TopicParallelism:         o.TopicParallelism,
+		PageSize:                 o.PageSize,
+		Policy:                   o.Policy,
+		MinChunks:                o.MinChunks,
+		Scope:                    o.Scope,
+		DryRun:                   o.DryRun,
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/storeopt/storeopt/app"
 )
 
 // Job names.
@@ -56,6 +58,7 @@ func main() {
 	var shape, jobs, job, jobSpec, jobResult string
 	var levels bool
 	var levelsBatch int
+	var tp throughputConfig
 	flag.StringVar(&shape, "shape", "all", "dataset shape: imu (narrow IMU rows), image (binary payload rows) or all")
 	flag.Int64Var(&cfg.size, "size", 0, "target uncompressed Arrow size of the topic, bytes (0 = 1100000000 for imu, 500000000 for image)")
 	flag.IntVar(&cfg.chunks, "chunks", 0, "number of input chunks (0 = 2000 for imu, 300 for image)")
@@ -78,6 +81,14 @@ func main() {
 	flag.BoolVar(&cfg.keepDatabases, "keep-databases", false, "do not drop the bench databases at the end (debugging)")
 	flag.BoolVar(&levels, "levels", false, "run the levels bench instead of the jobs: a 1-second window read (starter read) before optimization and after tiered, leveled and full compactions, and the CPU cost of keeping a live topic compact under auto")
 	flag.IntVar(&levelsBatch, "levels-batch", 100, "with -levels: chunks appended to the live topic between two auto compactions")
+	flag.IntVar(&tp.topics, "throughput", 0, "run the throughput bench instead of the jobs: this many one-chunk topics optimized by one run of the worker binary (needs -temporal-address), topics per second")
+	flag.IntVar(&tp.rowsPerChunk, "throughput-rows", 100, "with -throughput: rows of each one-chunk topic")
+	flag.Int64Var(&tp.bigSize, "throughput-big", 0, "with -throughput: also one IMU topic of this many Arrow bytes in the same run (a mixed run); 0 = none")
+	flag.IntVar(&tp.bigChunks, "throughput-big-chunks", 8000, "with -throughput-big: chunks of the big topic")
+	flag.DurationVar(&tp.slowTopic, "throughput-slow", 0, "with -throughput: simulate one slow topic instead of a big one: the worker is built with the fault points and the first output chunk written sleeps this long")
+	flag.IntVar(&tp.maxConcurrentTopics, "max-concurrent-topics", 0, "with -throughput: starter store-optimizer --max-concurrent-topics (0 = the workflow's default)")
+	flag.IntVar(&tp.pageSize, "page-size", 0, "with -throughput: starter store-optimizer --page-size (0 = the workflow's default)")
+	flag.IntVar(&tp.maxActivities, "max-concurrent-activities", app.DefaultMaxConcurrentActivities, "with -throughput: the worker's STOREOPT_MAX_CONCURRENT_ACTIVITIES")
 	flag.StringVar(&job, "job", "", "internal: run one job in this process")
 	flag.StringVar(&jobSpec, "job-spec", "", "internal: job spec file")
 	flag.StringVar(&jobResult, "job-result", "", "internal: job result file")
@@ -97,6 +108,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if tp.topics > 0 {
+		if err := throughputBench(ctx, cfg, tp); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if levels {
 		if levelsBatch < 1 {
 			fmt.Fprintln(os.Stderr, "bench: -levels-batch must be at least 1")

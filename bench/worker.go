@@ -22,33 +22,47 @@ import (
 // store-optimizer`, against a Temporal server at -temporal-address. Not in the default -jobs.
 const jobWorker = "worker"
 
-// storeoptBinaries are the worker and starter binaries, built once per invocation.
+// storeoptBinaries are the worker and starter binaries, built once per invocation and set of
+// build tags.
 var storeoptBinaries struct {
-	once            sync.Once
-	worker, starter string
-	err             error
+	sync.Mutex
+	built map[string][2]string // build tags → worker, starter
 }
 
 // buildStoreopt builds ./worker and ./starter of the repository this bench belongs to into dir.
 func buildStoreopt(ctx context.Context, dir string) (worker, starter string, err error) {
+	return buildStoreoptTagged(ctx, dir, nil)
+}
+
+// buildStoreoptTagged is buildStoreopt with build tags (the binaries go to dir/<tags> then).
+func buildStoreoptTagged(ctx context.Context, dir string, tags []string) (worker, starter string, err error) {
 	b := &storeoptBinaries
-	b.once.Do(func() {
-		_, file, _, ok := runtime.Caller(0)
-		root := filepath.Dir(filepath.Dir(file))
-		if _, err := os.Stat(filepath.Join(root, "worker")); !ok || err != nil {
-			b.err = fmt.Errorf("building the worker needs the repository %s (run the bench from it)", root)
-			return
-		}
-		logf("building worker and starter into %s", dir)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator), "./worker", "./starter")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			b.err = fmt.Errorf("go build ./worker ./starter in %s: %w", root, err)
-			return
-		}
-		b.worker, b.starter = filepath.Join(dir, "worker"), filepath.Join(dir, "starter")
-	})
-	return b.worker, b.starter, b.err
+	b.Lock()
+	defer b.Unlock()
+	key := strings.Join(tags, ",")
+	if bins, ok := b.built[key]; ok {
+		return bins[0], bins[1], nil
+	}
+	_, file, _, ok := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	if _, err := os.Stat(filepath.Join(root, "worker")); !ok || err != nil {
+		return "", "", fmt.Errorf("building the worker needs the repository %s (run the bench from it)", root)
+	}
+	if key != "" {
+		dir = filepath.Join(dir, key)
+	}
+	logf("building worker and starter into %s (tags %q)", dir, key)
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", key, "-o", dir+string(os.PathSeparator), "./worker", "./starter")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", "", fmt.Errorf("go build ./worker ./starter in %s: %w", root, err)
+	}
+	if b.built == nil {
+		b.built = map[string][2]string{}
+	}
+	bins := [2]string{filepath.Join(dir, "worker"), filepath.Join(dir, "starter")}
+	b.built[key] = bins
+	return bins[0], bins[1], nil
 }
 
 // runWorkerJob starts the worker on a task queue of its own with the run's catalog database,

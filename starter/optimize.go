@@ -89,11 +89,13 @@ otherwise.`,
 		"seconds between scheduled runs; 0 = run one pass now and wait")
 	f.StringVar(&cron, "cron", "", "cron expression of scheduled runs (instead of --time-interval)")
 	f.IntVar(&opts.MaxConcurrentTopics, "max-concurrent-topics", 0,
-		"topics optimized at once; 0 = workflow default")
+		"topics larger than --max-chunk-size optimized at once; 0 = workflow default (4)")
+	f.IntVar(&opts.MaxConcurrentSmallTopics, "max-concurrent-small-topics", 0,
+		"topics of at most --max-chunk-size (one output chunk) optimized at once, besides the larger ones; 0 = workflow default (32)")
 	f.IntVar(&opts.TopicParallelism, "topic-parallelism", 0,
 		"WriteChunks activities of one topic at once; 0 = workflow default")
 	f.IntVar(&opts.PageSize, "page-size", 0,
-		"queued topics per page (continue-as-new segment); 0 = workflow default")
+		"queued topics listed at once (the window of topics in flight slides across pages); 0 = workflow default (100)")
 	f.StringVar(&opts.Policy, "policy", "full",
 		"compaction policy: full (finalized topics rewritten whole), tiered (L0 -> L0 rollup of neighbouring small chunks), leveled (L0 -> L1 merge with the overlapping part of the sorted run) or auto (tiered while live, leveled once the L0 bytes reach --max-chunk-size or the topic is finalized)")
 	f.IntVar(&opts.MinChunks, "min-chunks", policy.DefaultMinChunks,

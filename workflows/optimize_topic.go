@@ -28,6 +28,10 @@ const (
 	stepDone        = "done"
 )
 
+// localCatalogStepsChange is the workflow.GetVersion change ID of Lease and Commit run as local
+// activities (version 1): executions recorded before it schedule them as activities, as they did.
+const localCatalogStepsChange = "local-catalog-steps"
+
 // OptimizeTopicInput is the input of OptimizeTopicWorkflow.
 type OptimizeTopicInput struct {
 	TopicID int64
@@ -99,6 +103,9 @@ type topicOptimization struct {
 	progress topicProgress // what the progress query and the current details report
 	policy   string        // the lease's policy (auto resolved)
 	logger   log.Logger
+	// localSteps: Lease and Commit run as local activities (executions recorded since
+	// localCatalogStepsChange).
+	localSteps bool
 }
 
 func (o *topicOptimization) setup(ctx workflow.Context) error {
@@ -137,6 +144,7 @@ func (o *topicOptimization) run(ctx workflow.Context) (OptimizeTopicResult, erro
 
 // optimize runs the steps in order; an error is a *stepError naming the step.
 func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult, error) {
+	o.localSteps = workflow.GetVersion(ctx, localCatalogStepsChange, workflow.DefaultVersion, 1) == 1
 	lease, err := o.lease(ctx)
 	if err != nil {
 		return OptimizeTopicResult{}, err
@@ -169,7 +177,7 @@ func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult,
 func (o *topicOptimization) lease(ctx workflow.Context) (activities.LeaseResult, error) {
 	o.setStep(ctx, stepLease)
 	var lease activities.LeaseResult
-	err := workflow.ExecuteActivity(o.leaseSummary(withCatalogOptions(ctx)), a.Lease, activities.LeaseInput{
+	err := o.catalogStep(o.leaseSummary(withCatalogOptions(ctx)), a.Lease, activities.LeaseInput{
 		TopicID: o.in.TopicID, SkipIfOptimized: o.in.FromRun, Policy: o.in.Policy, MinChunks: o.in.MinChunks,
 		MaxChunkSizeBytes: o.in.MaxChunkSizeBytes}).Get(ctx, &lease)
 	if err != nil {
@@ -177,6 +185,17 @@ func (o *topicOptimization) lease(ctx workflow.Context) (activities.LeaseResult,
 	}
 	o.logger.Info("Lease taken", "OldPrefix", lease.OldPrefix, "FreshPrefix", lease.FreshPrefix)
 	return lease, nil
+}
+
+// catalogStep runs Lease or Commit with the catalog options and summary of ctx: as a local
+// activity (no activity task, no round trip through the server: the short catalog steps of a
+// small topic cost less than its data steps) or, in executions recorded before
+// localCatalogStepsChange, as an activity.
+func (o *topicOptimization) catalogStep(ctx workflow.Context, activity, in any) workflow.Future {
+	if !o.localSteps {
+		return workflow.ExecuteActivity(ctx, activity, in)
+	}
+	return workflow.ExecuteLocalActivity(withLocalOptions(ctx), activity, in)
 }
 
 // readSort validates the input chunks and stores the plan; the result says how many output groups
@@ -245,7 +264,7 @@ func (o *topicOptimization) writeChunks(ctx workflow.Context, groups int) error 
 func (o *topicOptimization) commit(ctx workflow.Context) (OptimizeTopicResult, error) {
 	o.setStep(ctx, stepCommit)
 	var c activities.CommitResult
-	err := workflow.ExecuteActivity(o.commitSummary(withCatalogOptions(ctx)), a.Commit,
+	err := o.catalogStep(o.commitSummary(withCatalogOptions(ctx)), a.Commit,
 		activities.CommitInput{TopicID: o.in.TopicID}).Get(ctx, &c)
 	if err != nil {
 		return OptimizeTopicResult{}, &stepError{step: stepCommit, err: err}

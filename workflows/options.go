@@ -35,6 +35,24 @@ func withCatalogOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// localScheduleToClose bounds a local catalog step with all its attempts: the SDK would
+// otherwise end it after one start-to-close timeout, while as an activity it had
+// withCatalogOptions' ten attempts of two minutes each (and their backoff).
+const localScheduleToClose = 30 * time.Minute
+
+// withLocalOptions returns ctx with local activity options equal to its activity options (the
+// start-to-close timeout, retry policy and summary of withCatalogOptions): Lease and Commit run
+// as local activities with the same limits as when they were activities.
+func withLocalOptions(ctx workflow.Context) workflow.Context {
+	opts := workflow.GetActivityOptions(ctx)
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: localScheduleToClose,
+		StartToCloseTimeout:    opts.StartToCloseTimeout,
+		RetryPolicy:            opts.RetryPolicy,
+		Summary:                opts.Summary,
+	})
+}
+
 // DefaultHeartbeatTimeout is how long ReadSort and WriteChunks may go without a heartbeat before
 // Temporal considers their worker lost and retries them elsewhere.
 const DefaultHeartbeatTimeout = time.Minute

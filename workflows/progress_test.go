@@ -89,6 +89,13 @@ func (o *summaryOutbound) ExecuteActivity(ctx workflow.Context, activityType str
 	return o.Next.ExecuteActivity(ctx, activityType, args...)
 }
 
+// ExecuteLocalActivity records the summary of a local activity (Lease, Commit) like that of an
+// activity.
+func (o *summaryOutbound) ExecuteLocalActivity(ctx workflow.Context, activityType string, args ...interface{}) workflow.Future {
+	o.log.log.add(activityType + ": " + workflow.GetLocalActivityOptions(ctx).Summary)
+	return o.Next.ExecuteLocalActivity(ctx, activityType, args...)
+}
+
 // TestOptimizeTopicShowsProgress: a topic's progress query, current details and activity
 // summaries follow its steps: 4 groups written one at a time, each a minute long, 1000 bytes
 // and 1000 rows, of a plan of 4000 rows estimated at 4000 bytes.

@@ -33,6 +33,16 @@ const (
 	// storeFaultStopChange is the workflow.GetVersion change ID of the early stop on a store
 	// fault: executions recorded before it go on starting topics, as they did.
 	storeFaultStopChange = "store-fault-stop"
+	// slidingWindowChange is the workflow.GetVersion change ID of the window that slides across
+	// pages (version 1): executions recorded before it run each page to its end and continue as
+	// new after every full page, as they did.
+	slidingWindowChange = "sliding-window"
+	// DefaultContinueAsNewEvents is the history length (events) after which an execution lists no
+	// further page, waits for its children and continues as new (StoreOptimizerInput).
+	DefaultContinueAsNewEvents = 10000
+	// DefaultMaxConcurrentSmallTopics is how many small topics are optimized at once by default
+	// (StoreOptimizerInput.MaxConcurrentSmallTopics).
+	DefaultMaxConcurrentSmallTopics = 32
 )
 
 // StoreOptimizerInput is the input of StoreOptimizerWorkflow. Zero values take the defaults.
@@ -41,9 +51,21 @@ type StoreOptimizerInput struct {
 	MaxChunkSizeBytes int64
 	// MaxConcurrentTopics is how many topics are optimized at once; 0 = 4.
 	MaxConcurrentTopics int
-	// PageSize is how many queued topics one execution handles before it continues as new;
-	// 0 = 100, at most MaxPageSize.
+	// PageSize is how many queued topics one ListQueuedTopics lists; 0 = 100, at most
+	// MaxPageSize. The next page is listed as soon as every topic of the current one has started
+	// (the window of topics in flight slides across pages). Executions recorded before the
+	// sliding window handle one page each and continue as new after every full one.
 	PageSize int
+	// MaxConcurrentSmallTopics is how many small topics (estimated input bytes at most
+	// MaxChunkSizeBytes: one output chunk, one WriteChunks) are optimized at once, besides the
+	// MaxConcurrentTopics larger ones; 0 = DefaultMaxConcurrentSmallTopics. A small topic's steps
+	// are short catalog and store round trips, so many in flight keep the worker busy, while the
+	// larger ones stay bounded by MaxConcurrentTopics (memory, store bandwidth).
+	MaxConcurrentSmallTopics int `json:",omitempty"`
+	// ContinueAsNewEvents is the history length (events) after which an execution lists no
+	// further page, waits for the topics in flight and continues as new with the run's state;
+	// 0 = DefaultContinueAsNewEvents. The server's suggestion to continue as new is followed too.
+	ContinueAsNewEvents int `json:",omitempty"`
 	// TopicParallelism is how many WriteChunks activities each topic runs at once; 0 = 2.
 	TopicParallelism int
 	// HeartbeatTimeout of the topics' ReadSort and WriteChunks activities; 0 = one minute.
@@ -208,6 +230,90 @@ func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
 			return r.state.Result, err
 		}
 	}
+	if workflow.GetVersion(ctx, slidingWindowChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return r.runPage(ctx)
+	}
+	more, err := r.optimizeQueue(ctx)
+	if err != nil {
+		return r.state.Result, err
+	}
+	if done, err := r.stopped(ctx); done {
+		return r.state.Result, err
+	}
+	if more {
+		return StoreOptimizerResult{}, r.continueAsNew(ctx)
+	}
+	r.endProgress(ctx)
+	r.logSummary("Run finished")
+	return r.state.Result, nil
+}
+
+// stopped ends the progress and logs the summary when the run was canceled (the error) or
+// stopped by a store fault.
+func (r *storeRun) stopped(ctx workflow.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		r.endProgress(ctx)
+		r.logSummary("Run canceled")
+		return true, err
+	}
+	if r.state.Result.StoreFault != "" {
+		r.endProgress(ctx)
+		r.logSummary("Run stopped by a store fault")
+		return true, nil
+	}
+	return false, nil
+}
+
+// continueAsNew returns the error that continues the run as new with its state.
+func (r *storeRun) continueAsNew(ctx workflow.Context) error {
+	r.logger.Info("Continuing as new", "NextAfterTopicID", r.state.AfterTopicID,
+		"Optimized", r.state.Result.Optimized, "Skipped", r.state.Result.Skipped,
+		"Failed", r.state.Result.Failed, "HistoryLength", workflow.GetInfo(ctx).GetCurrentHistoryLength())
+	next := r.in
+	next.State = &r.state
+	return workflow.NewContinueAsNewError(ctx, StoreOptimizerWorkflow, next)
+}
+
+// optimizeQueue optimizes the queue page after page through one window of topics in flight
+// (windows): the next page is listed once every topic of the current one has started, so a slow
+// topic holds one slot of the window and nothing else. Once the history holds
+// ContinueAsNewEvents events (or the server suggests it) no further page is listed; it returns
+// after every child started has finished, with more set when the queue may hold further topics
+// (the run continues as new from the cursor then).
+func (r *storeRun) optimizeQueue(ctx workflow.Context) (more bool, err error) {
+	w := r.newWindows(ctx)
+	defer w.wait()
+	for {
+		page, err := r.listPage(ctx)
+		if err != nil {
+			return false, err
+		}
+		r.startTopics(ctx, w, page)
+		if len(page) > 0 {
+			r.state.AfterTopicID = page[len(page)-1].TopicID
+		}
+		if len(page) < r.in.PageSize || ctx.Err() != nil || r.state.Result.StoreFault != "" {
+			return false, nil
+		}
+		if r.historyFull(ctx) {
+			return true, nil
+		}
+	}
+}
+
+// historyFull reports whether this execution's history is long enough to continue as new.
+func (r *storeRun) historyFull(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	limit := r.in.ContinueAsNewEvents
+	if limit <= 0 {
+		limit = DefaultContinueAsNewEvents
+	}
+	return info.GetCurrentHistoryLength() >= limit || info.GetContinueAsNewSuggested()
+}
+
+// runPage is the run of executions recorded before the sliding window: one page, every child
+// finished, then continue as new after a full page or end the run after a short one.
+func (r *storeRun) runPage(ctx workflow.Context) (StoreOptimizerResult, error) {
 	page, err := r.listPage(ctx)
 	if err != nil {
 		return r.state.Result, err
@@ -267,39 +373,91 @@ func (r *storeRun) listPage(ctx workflow.Context) ([]activities.QueuedTopic, err
 }
 
 // optimizeTopics runs one child per topic, at most MaxConcurrentTopics at once, and returns once
-// all of them have finished. After a cancel no further child starts.
+// all of them have finished. After a cancel no further child starts. (Executions recorded before
+// the sliding window.)
 func (r *storeRun) optimizeTopics(ctx workflow.Context, topics []activities.QueuedTopic) {
 	w := newWindow(ctx, r.in.MaxConcurrentTopics)
 	for i, topic := range topics {
 		w.ready()
-		if ctx.Err() != nil {
+		if !r.mayStart(ctx, len(topics)-i) {
 			break
 		}
-		if r.state.Result.StoreFault != "" {
-			r.state.Result.NotAttempted += len(topics) - i
-			break
-		}
-		r.inFlight = append(r.inFlight, topic.Locator)
-		r.showProgress(ctx)
-		child := workflow.ExecuteChildWorkflow(topicContext(ctx, topic.Locator), OptimizeTopicWorkflow,
-			OptimizeTopicInput{
-				TopicID:           topic.TopicID,
-				Locator:           topic.Locator,
-				MaxChunkSizeBytes: r.in.MaxChunkSizeBytes,
-				TopicParallelism:  r.in.TopicParallelism,
-				HeartbeatTimeout:  r.in.HeartbeatTimeout,
-				FromRun:           true,
-				Policy:            r.in.Policy,
-				MinChunks:         r.in.MinChunks,
-			})
-		w.add(child, func(f workflow.Future) {
-			r.inFlight = removeFirst(r.inFlight, topic.Locator)
-			var res OptimizeTopicResult
-			r.record(ctx, topic.Locator, res, f.Get(ctx, &res))
-			r.topicFinished(ctx, topic)
-		})
+		w.add(r.startTopic(ctx, topic), r.topicDone(ctx, topic))
 	}
 	w.wait()
+}
+
+// smallTopic reports whether a queued topic is small: its estimated input fits one output chunk.
+func (r *storeRun) smallTopic(t activities.QueuedTopic) bool {
+	limit := r.in.MaxChunkSizeBytes
+	if limit <= 0 {
+		limit = DefaultMaxChunkSizeBytes
+	}
+	return t.Bytes <= limit
+}
+
+// newWindows returns the run's windows: MaxConcurrentTopics large topics and
+// MaxConcurrentSmallTopics small ones in flight.
+func (r *storeRun) newWindows(ctx workflow.Context) *windows {
+	small := r.in.MaxConcurrentSmallTopics
+	if small <= 0 {
+		small = DefaultMaxConcurrentSmallTopics
+	}
+	return newWindows(ctx, r.in.MaxConcurrentTopics, small)
+}
+
+// startTopics starts one child per topic of a page, each once its window has room, and returns
+// once all of them have started (or a cancel or a store fault stopped the run). The children's
+// outcomes are recorded as they finish, also while later pages run.
+func (r *storeRun) startTopics(ctx workflow.Context, w *windows, topics []activities.QueuedTopic) {
+	for i, topic := range topics {
+		small := r.smallTopic(topic)
+		w.ready(small)
+		if !r.mayStart(ctx, len(topics)-i) {
+			return
+		}
+		w.add(small, r.startTopic(ctx, topic), r.topicDone(ctx, topic))
+	}
+}
+
+// mayStart reports whether the next topic may start: not after a cancel, nor after a store
+// fault (the left topics of the page are counted as not attempted then).
+func (r *storeRun) mayStart(ctx workflow.Context, left int) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if r.state.Result.StoreFault != "" {
+		r.state.Result.NotAttempted += left
+		return false
+	}
+	return true
+}
+
+// startTopic starts the child of one topic and shows it in flight.
+func (r *storeRun) startTopic(ctx workflow.Context, topic activities.QueuedTopic) workflow.Future {
+	r.inFlight = append(r.inFlight, topic.Locator)
+	r.showProgress(ctx)
+	return workflow.ExecuteChildWorkflow(topicContext(ctx, topic.Locator), OptimizeTopicWorkflow,
+		OptimizeTopicInput{
+			TopicID:           topic.TopicID,
+			Locator:           topic.Locator,
+			MaxChunkSizeBytes: r.in.MaxChunkSizeBytes,
+			TopicParallelism:  r.in.TopicParallelism,
+			HeartbeatTimeout:  r.in.HeartbeatTimeout,
+			FromRun:           true,
+			Policy:            r.in.Policy,
+			MinChunks:         r.in.MinChunks,
+		})
+}
+
+// topicDone returns the callback that records a topic's child once it finished.
+func (r *storeRun) topicDone(ctx workflow.Context, topic activities.QueuedTopic) func(workflow.Future) {
+	return func(f workflow.Future) {
+		r.inFlight = removeFirst(r.inFlight, topic.Locator)
+		var res OptimizeTopicResult
+		r.record(ctx, topic.Locator, res, f.Get(ctx, &res))
+		r.topicFinished(ctx, topic)
+	}
 }
 
 // topicContext sets the child workflow options of one topic's OptimizeTopicWorkflow.

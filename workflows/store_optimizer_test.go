@@ -103,7 +103,9 @@ func runLegs(t *testing.T, in StoreOptimizerInput, setup func(env *testsuite.Tes
 	return nil, StoreOptimizerResult{}
 }
 
-func TestStoreOptimizerContinuesAsNewAfterEveryFullPage(t *testing.T) {
+// TestStoreOptimizerContinuesAsNewOnceHistoryIsLong: with a history as long as the limit, every
+// execution lists one page, waits for its children and continues as new after a full one.
+func TestStoreOptimizerContinuesAsNewOnceHistoryIsLong(t *testing.T) {
 	for _, n := range []int{5, 4} {
 		t.Run(fmt.Sprint(n, " topics"), func(t *testing.T) {
 			var locators []string
@@ -123,7 +125,11 @@ func TestStoreOptimizerContinuesAsNewAfterEveryFullPage(t *testing.T) {
 				})
 			}
 
-			next, res := runLegs(t, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3}, setup)
+			next, res := runLegs(t, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3,
+				ContinueAsNewEvents: 50}, func(env *testsuite.TestWorkflowEnvironment) {
+				env.SetCurrentHistoryLength(50)
+				setup(env)
+			})
 
 			// Full pages of 2 continue as new with the cursor and counts; the first short page
 			// (possibly empty) ends the run.
@@ -135,7 +141,7 @@ func TestStoreOptimizerContinuesAsNewAfterEveryFullPage(t *testing.T) {
 				StartedAt: next[0].State.StartedAt}, next[0].State)
 			require.Equal(t, next[0].State.StartedAt, next[1].State.StartedAt, "StartedAt stays the run's")
 			require.Equal(t, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3,
-				MaxConcurrentTopics: DefaultMaxConcurrentTopics, State: next[0].State}, next[0])
+				ContinueAsNewEvents: 50, MaxConcurrentTopics: DefaultMaxConcurrentTopics, State: next[0].State}, next[0])
 			require.Equal(t, int64(40), next[1].State.AfterTopicID)
 
 			require.Equal(t, 1, q.enqueues, "EnqueueTopics runs once per run")
@@ -192,7 +198,7 @@ func TestStoreOptimizerBoundsTopicsInFlightAndAnswersProgress(t *testing.T) {
 	})
 	w := watchProgress[Progress](t, env, 30*time.Second, 90*time.Second)
 
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 3})
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 3, MaxConcurrentSmallTopics: 3})
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Empty(t, optionErrs)
@@ -248,7 +254,7 @@ func TestStoreOptimizerSkipsTopicAlreadyBeingOptimized(t *testing.T) {
 		return childResult(in), workflow.Sleep(ctx, time.Minute)
 	})
 
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 3})
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 3, MaxConcurrentSmallTopics: 3})
 
 	require.NoError(t, env.GetWorkflowError())
 	var res StoreOptimizerResult
@@ -351,7 +357,7 @@ func TestStoreOptimizerCapsRecordedFailures(t *testing.T) {
 		state := &RunState{Enqueued: true, Result: StoreOptimizerResult{Failed: 99,
 			Failures: slices.Repeat([]TopicFailure{{Locator: "old", Error: "old"}}, 99)}}
 
-		env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 1, State: state})
+		env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 1, State: state})
 
 		var res StoreOptimizerResult
 		require.NoError(t, env.GetWorkflowResult(&res))
@@ -369,7 +375,7 @@ func TestStoreOptimizerCancelCancelsChildrenWhichRelease(t *testing.T) {
 	m.install(env)
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
 
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 2})
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 2, MaxConcurrentSmallTopics: 2})
 
 	err := env.GetWorkflowError()
 	require.True(t, temporal.IsCanceledError(err), "want canceled, got %v", err)
@@ -418,7 +424,7 @@ func TestStoreOptimizerStopsOnAStoreFault(t *testing.T) {
 		recordReleases(env, &mu, &released)
 	}
 
-	next, res := runLegs(t, StoreOptimizerInput{PageSize: 6, MaxConcurrentTopics: 2}, setup)
+	next, res := runLegs(t, StoreOptimizerInput{PageSize: 6, MaxConcurrentTopics: 2, MaxConcurrentSmallTopics: 2}, setup)
 
 	require.Empty(t, next, "a run stopped by a store fault does not continue as new")
 	require.Equal(t, "store file:///s: read-only file system (open file:///s/x.tmp); fix the store", res.StoreFault)
@@ -478,7 +484,7 @@ func TestStoreOptimizerStoreFaultStreak(t *testing.T) {
 				outcome[l] = o
 			}
 			q := newQueue(locators...)
-			_, res := runLegs(t, StoreOptimizerInput{MaxConcurrentTopics: 1, PageSize: tc.pageSize},
+			_, res := runLegs(t, StoreOptimizerInput{MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 1, PageSize: tc.pageSize},
 				func(env *testsuite.TestWorkflowEnvironment) {
 					q.install(env)
 					mockChildren(env, func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
@@ -553,4 +559,64 @@ func TestStoreOptimizerDryRunOnlyPlans(t *testing.T) {
 		"PlanTopics: plan topics after topic 3 (dry run, page of 3)",
 	}, summaries.list())
 	require.Contains(t, currentDetails(t, env), "### Dry run: 5 topics planned")
+}
+
+// TestStoreOptimizerSlowTopicDoesNotStallLaterPages: one large topic that takes an hour among
+// small ones of a minute, over pages of 2: the small topics of every later page are optimized
+// while the large one runs (the window slides across pages), no more than the limits are in
+// flight at once, and the run ends once the large topic is done. Executions recorded before the
+// sliding window waited for each page's children before listing the next page (replayed from
+// saved histories).
+func TestStoreOptimizerSlowTopicDoesNotStallLaterPages(t *testing.T) {
+	env := newTestEnv(t)
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	env.SetStartTime(t0)
+	q := newQueue("seq/big", "seq/s1", "seq/s2", "seq/s3", "seq/s4", "seq/s5", "seq/s6", "seq/s7")
+	q.topics[0].Bytes = 10_000 // more than MaxChunkSizeBytes: a large topic
+	q.install(env)
+	var mu sync.Mutex
+	finished := map[string]time.Time{}
+	smallRunning, maxSmall := 0, 0
+	mockChildren(env, func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
+		d := time.Minute
+		if in.Locator == "seq/big" {
+			d = time.Hour
+		} else {
+			mu.Lock()
+			smallRunning++
+			maxSmall = max(maxSmall, smallRunning)
+			mu.Unlock()
+		}
+		err := workflow.Sleep(ctx, d)
+		mu.Lock()
+		if in.Locator != "seq/big" {
+			smallRunning--
+		}
+		finished[in.Locator] = workflow.Now(ctx)
+		mu.Unlock()
+		return childResult(in), err
+	})
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000,
+		MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 2})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res StoreOptimizerResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 8, res.Optimized)
+	require.Equal(t, 2, maxSmall, "small topics in flight")
+	require.Len(t, finished, 8)
+	big := finished["seq/big"]
+	require.Equal(t, t0.Add(time.Hour), big)
+	for l, at := range finished {
+		if l != "seq/big" {
+			// 7 small topics, 2 at a time, a minute each: all done within 4 minutes.
+			require.LessOrEqual(t, at.Sub(t0), 4*time.Minute, "%s finished at %v while the large topic ran", l, at.Sub(t0))
+		}
+	}
+	var cursors []int64
+	for _, l := range q.lists {
+		cursors = append(cursors, l.AfterTopicID)
+	}
+	require.Equal(t, []int64{0, 20, 40, 60, 80}, cursors, "every page listed once, in order, in one execution")
 }
