@@ -153,6 +153,9 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	}
 	p.Place(sel)
 	p.FooterID = scans[0].Footer.ID
+	if err := compaction.CheckRows(p, a.pool().Limit()); err != nil {
+		return nil, nil, nil, err
+	}
 	return p, ids, kept, nil
 }
 
@@ -293,6 +296,9 @@ func rollupPlan(chunks []catalog.Chunk, scans []compaction.Scan, sel plan.Select
 		inputs[i] = plan.Input{ChunkID: c.ID, ObjectKey: c.ObjectKey, Rows: s.Rows, SizeBytes: c.SizeBytes,
 			FooterBytes: s.FooterBytes, ArrowBytes: c.ArrowSizeBytes, Ordinal: c.Ordinal,
 			Sorted: len(s.Runs) <= 1 && (len(s.Runs) == 0 || s.Runs[0].Sorted)}
+		for _, r := range s.Runs {
+			inputs[i].MaxRowBytes = max(inputs[i].MaxRowBytes, r.MaxRowBytes)
+		}
 		for _, r := range s.Runs {
 			if !r.Sorted { // an unsorted run is one row group
 				rg := 0

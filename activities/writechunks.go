@@ -158,6 +158,9 @@ func (a *Activities) topicLayout(ctx context.Context, p *plan.Plan) (*parquetio.
 // writeOutput writes one output chunk within a reservation of the memory pool, heartbeating
 // progress (with RowsWritten set) as rows are written.
 func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, o plan.Output, key string, layout *parquetio.Layout, progress WriteChunksProgress) (compaction.OutputResult, error) {
+	if err := compaction.CheckRows(inputs.Plan, a.pool().Limit()); err != nil {
+		return compaction.OutputResult{}, err
+	}
 	r, err := a.reserve(ctx, compaction.OutputMemory(inputs.Plan, o))
 	if err != nil {
 		return compaction.OutputResult{}, err

@@ -33,6 +33,18 @@ func ArrowSizeBits(arr arrow.Array) int64 {
 	return dataBits(d, d.DataType(), 0, d.Len())
 }
 
+// RowsBytes returns the logical Arrow size of rows [from, to) of rec in bytes, rounded up (the
+// sum of ArrowSizeBits of each column's rows, without slicing): what a batch of those rows
+// holds. Cheap: it reads offsets, never values.
+func RowsBytes(rec arrow.RecordBatch, from, to int64) int64 {
+	var bits int64
+	for _, col := range rec.Columns() {
+		d := col.Data()
+		bits += dataBits(d, d.DataType(), int(from), int(to-from))
+	}
+	return (bits + 7) / 8
+}
+
 // dataBits returns the size in bits of the n values of d starting at logical index start
 // (relative to d's own offset); t is d's layout type.
 func dataBits(d arrow.ArrayData, t arrow.DataType, start, n int) int64 {

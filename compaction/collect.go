@@ -3,12 +3,16 @@ package compaction
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/storeopt/storeopt/chunkstats"
 )
 
 // collector turns the row runs that merge emits into the batches handed to the encoder. A run of
-// at least minRun rows (the usual case: a sorted input contributes whole batches) goes on as a
-// zero-copy slice; shorter runs (where inputs interleave) are gathered and concatenated into one
-// batch once they add up to minRun rows or a long run follows. The batches depend only on the
+// at least minRun rows or minRunBytes bytes (the usual case: a sorted input contributes whole
+// batches) goes on as a zero-copy slice; shorter runs (where inputs interleave) are gathered and
+// concatenated into one batch once they add up to minRun rows or minRunBytes bytes, or a long
+// run follows. A gathered batch is thus smaller than 2 × minRunBytes, and no batch is larger
+// than the input batch it is a slice of. The batches depend only on the
 // sequence of runs, which depends only on the inputs and the plan, so the output bytes are the
 // same on every retry. When every column is gatherable, short runs are not sliced at all: the
 // collector holds a reference to their batches and copies the rows out at once (gatherSpans).
@@ -21,17 +25,27 @@ type collector struct {
 	spans  []span              // short runs as row ranges (gatherable schemas)
 	gather bool
 	rows   int64
+	bytes  int64 // of the gathered runs (chunkstats.RowsBytes)
 }
 
-// newCollector passes on runs of at least min(batchRows, 1024, 1 MiB of rows) rows as they are.
-func newCollector(schema *arrow.Schema, batchRows, bytesPerRow int64, mem memory.Allocator, out func(arrow.RecordBatch) error) *collector {
-	minRun := min(batchRows, 1024, (1<<20)/max(bytesPerRow, 1))
+// minRunBytes is the size in bytes of data from which a run goes on as it is, and at which
+// gathered runs are handed on.
+const minRunBytes = 1 << 20
+
+// newCollector passes on runs of at least min(batchRows, 1024) rows or minRunBytes bytes as
+// they are.
+func newCollector(schema *arrow.Schema, batchRows int64, mem memory.Allocator, out func(arrow.RecordBatch) error) *collector {
+	minRun := min(batchRows, 1024)
 	return &collector{schema: schema, minRun: max(minRun, 1), mem: mem, out: out, gather: gatherable(schema)}
 }
 
 // add takes rows [from, to) of rec (merge.EmitFunc).
 func (c *collector) add(rec arrow.RecordBatch, from, to int64) error {
-	if to-from >= c.minRun {
+	var bytes int64
+	if to-from < c.minRun {
+		bytes = chunkstats.RowsBytes(rec, from, to)
+	}
+	if to-from >= c.minRun || bytes >= minRunBytes {
 		if err := c.flush(); err != nil {
 			return err
 		}
@@ -48,7 +62,8 @@ func (c *collector) add(rec arrow.RecordBatch, from, to int64) error {
 		c.parts = append(c.parts, rec.NewSlice(from, to))
 	}
 	c.rows += to - from
-	if c.rows >= c.minRun {
+	c.bytes += bytes
+	if c.rows >= c.minRun || c.bytes >= minRunBytes {
 		return c.flush()
 	}
 	return nil
@@ -76,7 +91,7 @@ func (c *collector) flush() error {
 	var rec arrow.RecordBatch
 	if len(c.parts) == 1 {
 		rec = c.parts[0]
-		c.parts, c.rows = c.parts[:0], 0
+		c.parts, c.rows, c.bytes = c.parts[:0], 0, 0
 	} else {
 		var err error
 		rec, err = concatRecords(c.schema, c.parts, c.mem)
@@ -96,5 +111,5 @@ func (c *collector) release() {
 		c.spans[i].rec.Release()
 		c.spans[i] = span{}
 	}
-	c.parts, c.spans, c.rows = c.parts[:0], c.spans[:0], 0
+	c.parts, c.spans, c.rows, c.bytes = c.parts[:0], c.spans[:0], 0, 0
 }

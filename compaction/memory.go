@@ -1,6 +1,12 @@
 package compaction
 
-import "github.com/storeopt/storeopt/plan"
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/storeopt/storeopt/plan"
+)
 
 // inMemoryObject is the object size up to which the store reads an input whole (store.OpenObject).
 const inMemoryObject = 16 << 20
@@ -11,25 +17,111 @@ func ScanMemory(sizeBytes, rows int64) int64 {
 	return min(sizeBytes, inMemoryObject) + rows*18 + 1<<20
 }
 
+// RowCopies is how many copies of its largest row the writing of an output holds at once, at
+// most, when that row is larger than a record batch: the row as read (the reader's decompressed
+// page, then the decoded Arrow value, which the merge hands on as a slice) and as written (the
+// value held for the row group and its encoded page); the next such row is not decoded before
+// the encoder has taken the previous one (the merge holds one batch per input, the encoder waits
+// for a batch it may hold alone). Measured: TestSkewedRowsWithinPool.
+const RowCopies = 4
+
+// rowOverhead is what the writing of an output holds besides copies of its largest row: small
+// batches of the other inputs, the collector, page buffers of the other columns.
+const rowOverhead = 16 << 20
+
+// RowMemory estimates the bytes of the memory pool the writing of an output needs when its
+// largest row has rowBytes uncompressed bytes (plan.Input.MaxRowBytes): RowCopies copies of the
+// row and rowOverhead. ReadSort refuses a topic whose row needs more than the pool (CheckRows).
+func RowMemory(rowBytes int64) int64 {
+	return RowCopies*max(rowBytes, 0) + rowOverhead
+}
+
 // OutputMemory estimates the bytes WriteOutput holds while writing output o of p: for each of the
-// at most o.MaxOpen inputs open at once, its object (when read whole), two decoded batches and
-// page buffers (a whole unsorted input is held three times: batches, concatenation, sorted
-// copy); on the output side the collector's batch, two batches in the channel and the batch
-// being handed over, the row group the writer holds as Arrow data until it is complete
-// (parquetio.Writer), and the page buffers of the one column chunk being encoded.
+// at most o.MaxOpen inputs open at once (the largest needs), its object (when read whole), two
+// decoded batches and page buffers (a whole unsorted input is held three times: batches,
+// concatenation, sorted copy); on the output side the collector's batch, the batches in flight
+// to the encoder (inFlightBatches of the plan's batch bytes), the row group the writer holds as
+// Arrow data until it is complete (parquetio.Writer) and the page buffers of the one column
+// chunk being encoded. A batch is at most the plan's batch bytes or one row (the input's
+// MaxRowBytes), so a skewed topic's large rows count as what they are; when a row is larger than a
+// batch, the estimate is at least RowMemory of the largest row.
 func OutputMemory(p *plan.Plan, o plan.Output) int64 {
-	batch := p.BatchRows * p.ArrowBytesPerRow
-	var widest int64
+	batchBytes, rowGroupBytes := p.Limits()
+	batch := min(p.BatchRows*p.ArrowBytesPerRow, batchBytes)
+	var needs []int64
+	var widestRow int64
 	for _, i := range o.Inputs {
 		in := p.Inputs[i]
 		bpr := in.ArrowBytes / max(in.Rows, 1)
 		obj := min(in.Object(), inMemoryObject)
-		need := obj + 2*min(in.Rows, p.BatchRows)*bpr + min(in.SizeBytes, 4<<20)
+		inBatch := max(min(min(in.Rows, p.BatchRows)*bpr, batchBytes), in.MaxRowBytes)
+		need := obj + 2*inBatch + max(min(in.SizeBytes, 4<<20), in.MaxRowBytes)
 		if !in.Sorted {
 			need = obj + 3*in.ArrowBytes
 		}
-		widest = max(widest, need)
+		needs = append(needs, need)
+		widestRow = max(widestRow, in.MaxRowBytes)
 	}
-	rowGroup := min(p.RowGroupRows, max(o.EstRows, 1)) * p.ArrowBytesPerRow
-	return int64(max(o.MaxOpen, 1))*widest + 4*batch + rowGroup + 8<<20
+	slices.Sort(needs)
+	slices.Reverse(needs)
+	var inputs int64
+	for _, n := range needs[:min(max(o.MaxOpen, 1), len(needs))] {
+		inputs += n
+	}
+	rowGroup := min(min(p.RowGroupRows, max(o.EstRows, 1))*p.ArrowBytesPerRow, rowGroupBytes) + widestRow
+	outputs := batch + max(inFlightBatches*batch, widestRow) + rowGroup + widestRow
+	need := inputs + outputs + 8<<20
+	if widestRow > batchBytes {
+		need = max(need, RowMemory(widestRow))
+	}
+	return need
+}
+
+// maxArrayBytes is the most data one Arrow binary or string array can hold: its offsets are
+// int32.
+const maxArrayBytes = math.MaxInt32
+
+// RowTooLargeError refuses a topic one of whose rows cannot be optimized within the memory pool
+// (or cannot be held by an Arrow array at all): retrying cannot help, a larger pool can.
+type RowTooLargeError struct {
+	// RowBytes is the row's uncompressed size (plan.Input.MaxRowBytes), bytes; NeedBytes
+	// RowCopies times it, PoolBytes the pool (0: unlimited).
+	RowBytes, NeedBytes, PoolBytes int64
+}
+
+func (e *RowTooLargeError) Error() string {
+	if e.RowBytes > maxArrayBytes {
+		return fmt.Sprintf("a row of %s (uncompressed, from the footer) is larger than an Arrow binary array can hold (2 GiB)",
+			mib(e.RowBytes))
+	}
+	return fmt.Sprintf("a row of %s (uncompressed, from the footer) needs about %s of the memory pool to be rewritten "+
+		"(%d copies of the row), more than the worker's pool of %s (STOREOPT_MEMORY_POOL_SIZE): "+
+		"a worker with a larger pool can optimize the topic",
+		mib(e.RowBytes), mib(e.NeedBytes), RowCopies, mib(e.PoolBytes))
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// CheckRows refuses a plan with a row that a pool of poolBytes (0: unlimited) cannot rewrite:
+// RowCopies copies of it exceed the pool (the pool's overhead beyond them may then be exceeded
+// by up to rowOverhead while that row is written, with nothing else reserved), or it exceeds
+// what an Arrow array holds. The error is a
+// *ChunkError (an input fault) naming the first chunk that holds the largest such row and
+// wrapping a *RowTooLargeError.
+func CheckRows(p *plan.Plan, poolBytes int64) error {
+	worst := -1
+	for i, in := range p.Inputs {
+		if worst < 0 || in.MaxRowBytes > p.Inputs[worst].MaxRowBytes {
+			worst = i
+		}
+	}
+	if worst < 0 {
+		return nil
+	}
+	in := p.Inputs[worst]
+	need := RowCopies * in.MaxRowBytes
+	if in.MaxRowBytes > maxArrayBytes || (poolBytes > 0 && need > poolBytes) {
+		return &ChunkError{Key: in.ObjectKey, Err: &RowTooLargeError{RowBytes: in.MaxRowBytes, NeedBytes: need, PoolBytes: poolBytes}}
+	}
+	return nil
 }

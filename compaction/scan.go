@@ -82,9 +82,12 @@ type Scan struct {
 	// FooterBytes is the size of the chunk's footer, bytes (per-file overhead the planner
 	// leaves out of its estimate of the rows' bytes).
 	FooterBytes int64
-	Nulls       int64  // rows with a null timestamp
-	MinTs       *int64 // nil when every timestamp is null
-	MaxTs       *int64
+	// UncompressedBytes is the sum of the row groups' uncompressed bytes
+	// (parquetio.Chunk.RowGroupBytes).
+	UncompressedBytes int64
+	Nulls             int64  // rows with a null timestamp
+	MinTs             *int64 // nil when every timestamp is null
+	MaxTs             *int64
 	// Runs are the chunk's sorted runs in row order: the row groups that follow each other in
 	// key order form one run (an ingested chunk, or a rollup of sorted neighbours, is one run);
 	// an unsorted row group is a run of its own, sorted in memory when it is read. A merge reads
@@ -105,6 +108,10 @@ type Run struct {
 	Samples []plan.Sample
 	// MinTs and MaxTs are the run's smallest and largest non-null timestamps (nil: none).
 	MinTs, MaxTs *int64
+	// MaxRowBytes is the uncompressed size of the run's largest row as the footer tells it
+	// (plan.Input.MaxRowBytes), and MaxRowGroup the row group it is in.
+	MaxRowBytes int64
+	MaxRowGroup int
 }
 
 // ScanChunk reads the footer and the timestamp_ns column of the chunk at key and returns its facts
@@ -134,8 +141,21 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 		}
 		r := scanRun(ts, start, start+n, input, max(step, 1))
 		r.RowGroups = []int{rg}
+		r.MaxRowBytes, r.MaxRowGroup = c.RowBytes(rg), rg
+		s.UncompressedBytes += c.RowGroupBytes(rg)
+		if c.NumRowGroups() > 1 {
+			// Weigh the samples by their row group's stored bytes (planner estimates; a single
+			// row group's are the chunk's average anyway).
+			stored := c.RowGroupCompressedBytes(rg)
+			for k := range r.Samples {
+				r.Samples[k].Bytes = max((stored*r.Samples[k].Rows+n-1)/n, 1)
+			}
+		}
 		if k := len(s.Runs) - 1; k >= 0 && s.Runs[k].Sorted && r.Sorted && s.Runs[k].Last.Compare(r.First) < 0 {
 			prev := &s.Runs[k]
+			if r.MaxRowBytes > prev.MaxRowBytes {
+				prev.MaxRowBytes, prev.MaxRowGroup = r.MaxRowBytes, r.MaxRowGroup
+			}
 			prev.RowGroups = append(prev.RowGroups, rg)
 			prev.Rows += r.Rows
 			prev.Last = r.Last
@@ -267,11 +287,16 @@ func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample
 		}
 		data := c.SizeBytes - s.FooterBytes
 		for _, r := range s.Runs {
+			// A dictionary-encoded column is smaller in the footer's uncompressed bytes than
+			// decoded: scale the largest row by the chunk's Arrow bytes when they are larger.
+			if c.ArrowBytes > s.UncompressedBytes && s.UncompressedBytes > 0 {
+				r.MaxRowBytes = int64(float64(r.MaxRowBytes) * float64(c.ArrowBytes) / float64(s.UncompressedBytes))
+			}
 			pos := len(inputs)
 			in := plan.Input{ChunkID: c.ID, ObjectKey: c.Key, Rows: r.Rows, FooterBytes: s.FooterBytes,
 				SizeBytes: c.SizeBytes, ArrowBytes: c.ArrowBytes,
 				Sorted: r.Sorted, First: r.First, Last: r.Last, Ordinal: c.Ordinal,
-				RowGroups: r.RowGroups, FirstRow: r.FirstRow}
+				RowGroups: r.RowGroups, FirstRow: r.FirstRow, MaxRowBytes: r.MaxRowBytes}
 			in.First.Input, in.Last.Input = pos, pos
 			if len(s.Runs) > 1 {
 				in.SizeBytes = data*r.Rows/max(s.Rows, 1) + s.FooterBytes

@@ -35,7 +35,7 @@ type chunkSource struct {
 // key order; footer is the topic's footer, which the chunk must still match (per-file values
 // aside, parquetio.PerFileDifferences).
 func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, footer *parquetio.Footer, batchRows int64, mem memory.Allocator) (merge.Source, error) {
-	return OpenRun(ctx, b, key, RunSpec{Sorted: sorted}, footer, batchRows, mem)
+	return OpenRun(ctx, b, key, RunSpec{Sorted: sorted}, footer, parquetio.Limits{Rows: batchRows}, mem)
 }
 
 // RunSpec names a sorted run of a chunk (see Run): its row groups (nil = the whole chunk), the
@@ -46,8 +46,9 @@ type RunSpec struct {
 	Sorted    bool
 }
 
-// OpenRun opens one run of the chunk at key as a merge.Source (OpenSource for a run).
-func OpenRun(ctx context.Context, b *blob.Bucket, key string, run RunSpec, footer *parquetio.Footer, batchRows int64, mem memory.Allocator) (merge.Source, error) {
+// OpenRun opens one run of the chunk at key as a merge.Source (OpenSource for a run) read in
+// batches within lim (rows, bytes).
+func OpenRun(ctx context.Context, b *blob.Bucket, key string, run RunSpec, footer *parquetio.Footer, lim parquetio.Limits, mem memory.Allocator) (merge.Source, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -59,16 +60,17 @@ func OpenRun(ctx context.Context, b *blob.Bucket, key string, run RunSpec, foote
 		c.Close()
 		return nil, &ChunkError{Key: key, Err: fmt.Errorf("footer changed since planning: %s", drift)}
 	}
-	return RunSource(ctx, c.Chunk, key, run, batchRows, mem, func() { c.Close() })
+	return RunSource(ctx, c.Chunk, key, run, lim, mem, func() { c.Close() })
 }
 
-// RunSource returns a merge.Source over one run of the opened chunk c (whose object key is key);
-// closing the source calls closeChunk. On error closeChunk has been called.
-func RunSource(ctx context.Context, c *parquetio.Chunk, key string, run RunSpec, batchRows int64, mem memory.Allocator, closeChunk func()) (merge.Source, error) {
+// RunSource returns a merge.Source over one run of the opened chunk c (whose object key is key),
+// read in batches within lim (rows, bytes: parquetio.Limits); closing the source calls
+// closeChunk. On error closeChunk has been called.
+func RunSource(ctx context.Context, c *parquetio.Chunk, key string, run RunSpec, lim parquetio.Limits, mem memory.Allocator, closeChunk func()) (merge.Source, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	br, err := c.BatchesOf(ctx, batchRows, run.RowGroups)
+	br, err := c.BatchesWithin(ctx, lim, run.RowGroups)
 	if err != nil {
 		closeChunk()
 		return nil, &ChunkError{Key: key, Err: err}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gocloud.dev/blob"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/storeopt/storeopt/chunkstats"
 	"github.com/storeopt/storeopt/faults"
@@ -62,7 +63,7 @@ func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 	pi := in.Plan.Inputs[i]
 	run := RunSpec{RowGroups: pi.RowGroups, FirstRow: pi.FirstRow, Sorted: pi.Sorted}
 	if pi.RowGroups == nil || in.shared == nil { // the whole chunk: nothing to share
-		return OpenRun(ctx, in.Bucket, pi.ObjectKey, run, in.footer, in.Plan.BatchRows, in.Mem)
+		return OpenRun(ctx, in.Bucket, pi.ObjectKey, run, in.footer, in.limits(), in.Mem)
 	}
 	sc, ok := in.shared[pi.ObjectKey]
 	if !ok {
@@ -78,7 +79,7 @@ func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 		in.shared[pi.ObjectKey] = sc
 	}
 	sc.refs++
-	return RunSource(ctx, sc.c.Chunk, pi.ObjectKey, run, in.Plan.BatchRows, in.Mem, func() {
+	return RunSource(ctx, sc.c.Chunk, pi.ObjectKey, run, in.limits(), in.Mem, func() {
 		if sc.refs--; sc.refs == 0 {
 			sc.c.Close()
 			delete(in.shared, pi.ObjectKey)
@@ -86,10 +87,18 @@ func (in Inputs) open(ctx context.Context, i int) (merge.Source, error) {
 	})
 }
 
+// limits are the bounds of the record batches read from the plan's inputs.
+func (in Inputs) limits() parquetio.Limits {
+	b, _ := in.Plan.Limits()
+	return parquetio.Limits{Rows: in.Plan.BatchRows, Bytes: b}
+}
+
 // WriteOutput writes output chunk o of a merge plan to key in the bucket: the merge of its
-// inputs restricted to o's key range, in record batches of exactly plan.BatchRows rows (the last
-// one shorter) and row groups of plan.RowGroupRows rows, so that the same inputs always give the
-// same bytes. Reading and merging run in one goroutine, encoding in another. The object is
+// inputs restricted to o's key range, read in record batches of at most plan.BatchRows rows and
+// about plan.BatchBytes bytes (per input row group, from its footer: a row larger than that is a
+// batch of its own), written in row groups of at most plan.RowGroupRows rows and about
+// plan.RowGroupBytes bytes (plan.Limits), so that the same inputs always give the same bytes
+// and a skewed topic's large rows never pile up in one batch or row group. Reading and merging run in one goroutine, encoding in another. The object is
 // overwritten if it exists; on error the upload is aborted. The chunk is written in layout (the
 // Parquet schema and footer pairs of the topic's chunks, parquetio.Layout); after closing, its
 // footer is read back and must equal the layout's (verify.MismatchError otherwise), its digest is
@@ -99,7 +108,7 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 	in.footer = layout.Footer
 	in.shared = map[string]*sharedChunk{}
 	return writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
-		col := newCollector(layout.Schema, in.Plan.BatchRows, in.Plan.ArrowBytesPerRow, out.mem, out.send)
+		col := newCollector(layout.Schema, in.Plan.BatchRows, out.mem, out.send)
 		defer col.release()
 		r := merge.Range{Lo: o.Lo, Hi: o.Hi, Inputs: o.Inputs}
 		for _, i := range o.Inputs {
@@ -167,7 +176,7 @@ func readBlocks(ctx context.Context, in Inputs, pi plan.Input, mem memory.Alloca
 			src = pi.BlockSources[rg]
 		}
 		err := func() error {
-			br, err := c.BatchesOf(ctx, in.Plan.BatchRows, []int{rg})
+			br, err := c.BatchesWithin(ctx, in.limits(), []int{rg})
 			if err != nil {
 				return &ChunkError{Key: pi.ObjectKey, Err: err}
 			}
@@ -220,20 +229,53 @@ type sink struct {
 	ch  chan<- outItem
 	mem memory.Allocator
 	res *OutputResult
+	// flight bounds the bytes of the batches handed over and not yet written (see
+	// inFlightBatches).
+	flight *flight
 }
 
-// outItem is one batch for the encoder, or (rec nil) the end of a block and its source.
+// outItem is one batch for the encoder and its bytes of data (chunkstats.RowsBytes), or (rec
+// nil) the end of a block and its source.
 type outItem struct {
 	rec    arrow.RecordBatch
+	bytes  int64
 	source string
 }
 
-// send hands rec (owned: released by the encoder) to the encoder.
+// inFlightBatches is how many batches of the plan's batch bytes may be on their way from the
+// producer to the encoder (in the channel, or being encoded): a larger batch (one row larger
+// than a batch) waits until it is the only one.
+const inFlightBatches = 4
+
+// flight is a bound of bytes in flight: acquiring more than the bound waits until nothing else
+// is in flight.
+type flight struct {
+	sem   *semaphore.Weighted
+	limit int64
+}
+
+func newFlight(limit int64) *flight {
+	return &flight{sem: semaphore.NewWeighted(limit), limit: limit}
+}
+
+func (f *flight) acquire(ctx context.Context, n int64) error {
+	return f.sem.Acquire(ctx, max(min(n, f.limit), 0))
+}
+
+func (f *flight) release(n int64) { f.sem.Release(max(min(n, f.limit), 0)) }
+
+// send hands rec (owned: released by the encoder) to the encoder, once the bytes in flight allow.
 func (s *sink) send(rec arrow.RecordBatch) error {
+	n := chunkstats.RowsBytes(rec, 0, rec.NumRows())
+	if err := s.flight.acquire(s.ctx, n); err != nil {
+		rec.Release()
+		return err
+	}
 	select {
-	case s.ch <- outItem{rec: rec}:
+	case s.ch <- outItem{rec: rec, bytes: n}:
 		return nil
 	case <-s.ctx.Done():
+		s.flight.release(n)
 		rec.Release()
 		return s.ctx.Err()
 	}
@@ -270,7 +312,9 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 		return res, fmt.Errorf("create %s: %w", key, err)
 	}
 	cw := &countingWriter{ctx: uctx, w: bw}
-	pw, err := parquetio.NewWriter(cw, writerLayout(layout), parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows, Mem: mem})
+	batchBytes, rowGroupBytes := in.Plan.Limits()
+	pw, err := parquetio.NewWriter(cw, writerLayout(layout), parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows,
+		RowGroupBytes: rowGroupBytes, Mem: mem})
 	if err != nil {
 		abort()
 		_ = bw.Close()
@@ -278,6 +322,7 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	}
 
 	items := make(chan outItem, 2)
+	fl := newFlight(inFlightBatches * batchBytes)
 	var sources []string
 	g, gctx := errgroup.WithContext(uctx)
 	panics.Go(g, "encoder of "+key, func() error {
@@ -295,13 +340,15 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 			}
 			if err := faults.Hit(gctx, faults.WriteChunksEncode); err != nil {
 				item.rec.Release()
+				fl.release(item.bytes)
 				return err
 			}
 			rec := corruptBatch(item.rec, tsField, mem)
 			stats.Add(rec)
 			h.AddRows(&res.Written, rec, 0, rec.NumRows())
-			err := pw.Write(rec)
+			err := pw.WriteSized(rec, item.bytes)
 			rec.Release()
+			fl.release(item.bytes)
 			if err != nil {
 				return err
 			}
@@ -316,7 +363,7 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 		if err := faults.Hit(gctx, faults.WriteChunksMerge); err != nil {
 			return err
 		}
-		return produce(gctx, &sink{ctx: gctx, ch: items, mem: mem, res: &res})
+		return produce(gctx, &sink{ctx: gctx, ch: items, mem: mem, res: &res, flight: fl})
 	})
 	if err := g.Wait(); err != nil {
 		// The encoder stopped early (or panicked): release what the reader left in the

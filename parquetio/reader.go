@@ -66,6 +66,28 @@ type InMemory interface{ InMemory() bool }
 // larger than it grow it.
 const streamBufferBytes = 64 << 10
 
+// wholeColumnChunkBytes is the largest column chunk (stored bytes) of an object read by range
+// requests that is read whole before decoding (one request per column chunk); larger ones are
+// read through a buffer of remoteBufferBytes (one request per buffer).
+const (
+	wholeColumnChunkBytes = 16 << 20
+	remoteBufferBytes     = 1 << 20
+)
+
+// largestColumnChunk returns the largest total_compressed_size of any column chunk, bytes.
+func largestColumnChunk(md *metadata.FileMetaData) int64 {
+	var largest int64
+	for i := range md.NumRowGroups() {
+		rg := md.RowGroup(i)
+		for col := range rg.NumColumns() {
+			if cc, err := rg.ColumnChunk(col); err == nil {
+				largest = max(largest, cc.TotalCompressedSize())
+			}
+		}
+	}
+	return largest
+}
+
 // readerProperties raise the page size limits: other tools (DuckDB) write pages of 100 MB for
 // binary columns, which the defaults refuse (DESIGN.md, arrow-go facts).
 func readerProperties(mem memory.Allocator, inMemory bool) *parquet.ReaderProperties {
@@ -156,9 +178,19 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 		return nil, fmt.Errorf("size of chunk: %w", err)
 	}
 	m, ok := r.(InMemory)
-	pf, err := file.NewParquetReader(r, file.WithReadProps(readerProperties(mem, ok && m.InMemory())))
+	inMemory := ok && m.InMemory()
+	props := readerProperties(mem, inMemory)
+	pf, err := file.NewParquetReader(r, file.WithReadProps(props))
 	if err != nil {
 		return nil, &InputError{Err: fmt.Errorf("not a readable Parquet file: %w", err)}
+	}
+	if !inMemory && largestColumnChunk(pf.MetaData()) > wholeColumnChunkBytes {
+		// arrow-go reads a column chunk of a remote object whole before decoding it: a column
+		// chunk of large binary rows (camera frames, blobs) would be held whole, whatever the
+		// batch size. Read such chunks through a buffer instead (column readers are made
+		// when rows are read, after this).
+		props.BufferedStreamEnabled = true
+		props.BufferSize = remoteBufferBytes
 	}
 	c = &Chunk{pf: pf, NumRows: pf.NumRows(), FooterBytes: int64(pf.MetaData().Size())}
 	defer func() {
@@ -262,10 +294,92 @@ func (c *Chunk) Timestamps(ctx context.Context) (ts *array.Int64, err error) {
 
 // BatchReader streams a chunk's rows as record batches of the chunk's Schema.
 type BatchReader struct {
-	rr     pqarrow.RecordReader
+	c      *Chunk
+	ctx    context.Context
 	schema *arrow.Schema
-	cur    arrow.RecordBatch
-	err    error
+	// segments are runs of consecutive requested row groups read with one batch size; rr reads
+	// segments[seg].
+	segments []segment
+	seg      int
+	rr       pqarrow.RecordReader
+	cur      arrow.RecordBatch
+	err      error
+}
+
+// segment is a run of row groups read in batches of batchRows rows.
+type segment struct {
+	rowGroups []int
+	batchRows int64
+}
+
+// Limits bound the record batches of a BatchReader: at most Rows rows (> 0) and, when Bytes > 0,
+// at most about Bytes bytes of data. The bytes of a row are estimated per row group from the
+// footer, as the row group's uncompressed bytes (RowGroupBytes) over its rows (RowBytes), so a
+// chunk whose row groups hold rows of very different sizes is read in batches of different row
+// counts; a row larger than Bytes is read alone (a batch is never empty). Rows of very different
+// sizes within one row group share its average.
+type Limits struct {
+	Rows  int64
+	Bytes int64
+}
+
+// rowsFor returns the rows per batch of row group rg under lim.
+func (c *Chunk) rowsFor(lim Limits, rg int) int64 {
+	rows := max(lim.Rows, 1)
+	if lim.Bytes > 0 {
+		rows = min(rows, max(lim.Bytes/max(c.RowBytes(rg), 1), 1))
+	}
+	return rows
+}
+
+// RowGroupBytes returns the uncompressed bytes of row group i: the sum of its column chunks'
+// total_uncompressed_size (Parquet encoded data and page headers before compression, about
+// the Arrow size for binary columns, less for dictionary-encoded ones).
+func (c *Chunk) RowGroupBytes(i int) int64 {
+	rg := c.pf.MetaData().RowGroup(i)
+	var n int64
+	for col := range rg.NumColumns() {
+		if cc, err := rg.ColumnChunk(col); err == nil {
+			n += max(cc.TotalUncompressedSize(), 0)
+		}
+	}
+	return n
+}
+
+// RowGroupCompressedBytes returns the stored (compressed) bytes of row group i: the sum of its
+// column chunks' total_compressed_size.
+func (c *Chunk) RowGroupCompressedBytes(i int) int64 {
+	rg := c.pf.MetaData().RowGroup(i)
+	var n int64
+	for col := range rg.NumColumns() {
+		if cc, err := rg.ColumnChunk(col); err == nil {
+			n += max(cc.TotalCompressedSize(), 0)
+		}
+	}
+	return n
+}
+
+// RowBytes returns the uncompressed bytes of one row of row group i, rounded up: its
+// RowGroupBytes over its rows (0 for an empty row group). For a row group of one row it is that
+// row's size; otherwise the average of its rows.
+func (c *Chunk) RowBytes(i int) int64 {
+	rows := c.RowGroupRows(i)
+	if rows <= 0 {
+		return 0
+	}
+	return (c.RowGroupBytes(i) + rows - 1) / rows
+}
+
+// MaxRowBytes returns the largest RowBytes of the chunk's row groups and that row group (-1
+// when the chunk has no rows).
+func (c *Chunk) MaxRowBytes() (bytes int64, rowGroup int) {
+	rowGroup = -1
+	for i := range c.NumRowGroups() {
+		if b := c.RowBytes(i); c.RowGroupRows(i) > 0 && (rowGroup < 0 || b > bytes) {
+			bytes, rowGroup = b, i
+		}
+	}
+	return bytes, rowGroup
 }
 
 // Batches returns a reader of all rows in batches of at most batchRows rows (> 0). The caller
@@ -274,31 +388,77 @@ type BatchReader struct {
 // batch, and a merge passes slices of those buffers on to the output's row group, so an
 // oversized buffer would stay alive with them.
 func (c *Chunk) Batches(ctx context.Context, batchRows int64) (br *BatchReader, err error) {
-	return c.BatchesOf(ctx, batchRows, nil)
+	return c.BatchesWithin(ctx, Limits{Rows: batchRows}, nil)
 }
 
 // BatchesOf is Batches restricted to the given row groups, in that order (nil = all).
 func (c *Chunk) BatchesOf(ctx context.Context, batchRows int64, rowGroups []int) (br *BatchReader, err error) {
+	return c.BatchesWithin(ctx, Limits{Rows: batchRows}, rowGroups)
+}
+
+// BatchesWithin is BatchesOf with batches bounded by lim (rows and bytes, see Limits): the row
+// groups are read in segments of neighbours that take the same batch size, each by a record
+// reader of its own.
+func (c *Chunk) BatchesWithin(ctx context.Context, lim Limits, rowGroups []int) (br *BatchReader, err error) {
 	defer guard(&err, "read rows")
-	rows := c.fr.ParquetReader().NumRows()
-	if rowGroups != nil {
-		rows = 0
-		for _, rg := range rowGroups {
-			if rg < 0 || rg >= c.pf.NumRowGroups() {
-				return nil, inputErrorf("read rows: no row group %d (the chunk has %d)", rg, c.pf.NumRowGroups())
-			}
-			rows += c.pf.MetaData().RowGroup(rg).NumRows()
+	if rowGroups == nil {
+		rowGroups = make([]int, c.pf.NumRowGroups())
+		for i := range rowGroups {
+			rowGroups[i] = i
 		}
 	}
-	c.fr.Props.BatchSize = max(min(batchRows, rows), 1)
+	br = &BatchReader{c: c, ctx: ctx, schema: c.Schema}
+	for _, rg := range rowGroups {
+		if rg < 0 || rg >= c.pf.NumRowGroups() {
+			return nil, inputErrorf("read rows: no row group %d (the chunk has %d)", rg, c.pf.NumRowGroups())
+		}
+		rows := c.RowGroupRows(rg)
+		if rows == 0 {
+			continue
+		}
+		n := c.rowsFor(lim, rg)
+		if k := len(br.segments) - 1; k >= 0 && br.segments[k].batchRows == n {
+			br.segments[k].rowGroups = append(br.segments[k].rowGroups, rg)
+			continue
+		}
+		br.segments = append(br.segments, segment{rowGroups: []int{rg}, batchRows: n})
+	}
+	// A segment's batches are never larger than its rows (see Batches).
+	for i := range br.segments {
+		s := &br.segments[i]
+		var rows int64
+		for _, rg := range s.rowGroups {
+			rows += c.RowGroupRows(rg)
+		}
+		s.batchRows = max(min(s.batchRows, rows), 1)
+	}
 	// Size binary data buffers from the column chunk metadata once instead of growing them by
 	// doubling (camera payloads: each doubling copies megabytes).
 	c.fr.Props.PreAllocBinaryData = true
-	rr, err := c.fr.GetRecordReader(ctx, nil, rowGroups)
-	if err != nil {
-		return nil, &InputError{Err: fmt.Errorf("read rows: %w", err)}
+	if err := br.open(); err != nil {
+		return nil, err
 	}
-	return &BatchReader{rr: rr, schema: c.Schema}, nil
+	return br, nil
+}
+
+// open opens the record reader of the current segment (none past the last).
+func (b *BatchReader) open() (err error) {
+	defer guard(&err, "read rows")
+	if b.rr != nil {
+		b.rr.Release()
+		b.rr = nil
+	}
+	if b.seg >= len(b.segments) {
+		return nil
+	}
+	s := b.segments[b.seg]
+	b.c.fr.Props.BatchSize = s.batchRows
+	rr, err := b.c.fr.GetRecordReader(b.ctx, nil, s.rowGroups)
+	if err != nil {
+		return &InputError{Err: fmt.Errorf("read rows: %w", err)}
+	}
+	b.rr = rr
+	return nil
 }
 
 // Next returns the next batch, or nil at the end or on error (see Err). The batch is valid until
@@ -314,12 +474,17 @@ func (b *BatchReader) Next() (rec arrow.RecordBatch) {
 		b.cur.Release()
 		b.cur = nil
 	}
-	if b.err != nil || !b.rr.Next() {
-		if b.err == nil {
-			if err := b.rr.Err(); err != nil {
-				b.err = &InputError{Err: fmt.Errorf("read rows: %w", err)}
-			}
+	for b.err == nil && b.rr != nil && !b.rr.Next() {
+		if err := b.rr.Err(); err != nil {
+			b.err = &InputError{Err: fmt.Errorf("read rows: %w", err)}
+			return nil
 		}
+		b.seg++
+		if err := b.open(); err != nil {
+			b.err = err
+		}
+	}
+	if b.err != nil || b.rr == nil {
 		return nil
 	}
 	in := b.rr.RecordBatch()
@@ -342,5 +507,8 @@ func (b *BatchReader) Release() {
 		b.cur.Release()
 		b.cur = nil
 	}
-	b.rr.Release()
+	if b.rr != nil {
+		b.rr.Release()
+		b.rr = nil
+	}
 }

@@ -25,6 +25,11 @@ type WriterOptions struct {
 	// Row groups are cut by rows only; the same rows in the same batches always give the same
 	// file (page boundaries also depend on where batches start).
 	RowGroupRows int64
+	// RowGroupBytes, when > 0, also ends a row group once the batches it holds add up to at
+	// least that many bytes (as given to WriteSized), so a row group of wide rows stays small in
+	// bytes: a row group is then at most RowGroupBytes plus one batch, and a batch of
+	// RowGroupBytes or more is a row group of its own. Cuts by bytes fall between batches only.
+	RowGroupBytes int64
 	// Compression of every column; default zstd.
 	Compression compress.Compression
 	// Mem allocates the writer's buffers; nil = Go allocator.
@@ -87,7 +92,9 @@ type Writer struct {
 	mem     memory.Allocator
 	shred   shredder
 	rgRows  int64
+	rgBytes int64               // RowGroupBytes (0: rows only)
 	inGroup int64               // rows held in pending
+	held    int64               // bytes held in pending (WriteSized)
 	pending []arrow.RecordBatch // the rows of the row group being gathered
 	rows    int64
 	groups  int
@@ -135,7 +142,7 @@ func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 		return nil, fmt.Errorf("write chunk: %w", err)
 	}
 	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Mem))
-	wr := &Writer{fw: fw, sink: sink, layout: l, rgRows: opts.RowGroupRows, mem: opts.Mem,
+	wr := &Writer{fw: fw, sink: sink, layout: l, rgRows: opts.RowGroupRows, rgBytes: max(opts.RowGroupBytes, 0), mem: opts.Mem,
 		ctx: pqarrow.NewArrowWriteContext(context.Background(), &arrowProps), shred: shredder{mem: opts.Mem}}
 	for i := range l.manifest.Fields {
 		wr.leaves = append(wr.leaves, leafPaths(&l.manifest.Fields[i]))
@@ -185,11 +192,23 @@ func (l *Layout) dictionary(i int, col *schema.Column) bool {
 // group is complete; the row group is then encoded column by column straight to the underlying
 // writer, so the writer holds at most one row group of Arrow data plus the buffers of the one
 // column chunk being encoded, never a row group of encoded pages of every column.
-func (w *Writer) Write(rec arrow.RecordBatch) error {
+func (w *Writer) Write(rec arrow.RecordBatch) error { return w.WriteSized(rec, 0) }
+
+// WriteSized is Write for a batch of about bytes bytes of data (Arrow bytes, as
+// chunkstats.ArrowSizeBits counts them): once the held batches add up to RowGroupBytes, the row
+// group is ended after this batch.
+func (w *Writer) WriteSized(rec arrow.RecordBatch, bytes int64) error {
 	if err := w.checkBatch(rec); err != nil {
 		return fmt.Errorf("write chunk: %w", err)
 	}
 	n := rec.NumRows()
+	if w.rgBytes > 0 && bytes >= w.rgBytes && w.inGroup > 0 {
+		// A batch of a row group's bytes or more (one huge row) starts a row group of its
+		// own, so that the footer tells that row's size, not an average with small rows.
+		if err := w.flushRowGroup(); err != nil {
+			return fmt.Errorf("write chunk: %w", err)
+		}
+	}
 	for off := int64(0); off < n; {
 		take := min(n-off, w.rgRows-w.inGroup)
 		part := rec
@@ -202,7 +221,10 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 		w.inGroup += take
 		w.rows += take
 		off += take
-		if w.inGroup == w.rgRows {
+		if off == n && n > 0 {
+			w.held += bytes
+		}
+		if w.inGroup == w.rgRows || (w.rgBytes > 0 && w.held >= w.rgBytes && off == n) {
 			if err := w.flushRowGroup(); err != nil {
 				return fmt.Errorf("write chunk: %w", err)
 			}
@@ -295,7 +317,7 @@ func (w *Writer) releasePending() {
 	}
 	clear(w.pending)
 	w.pending = w.pending[:0]
-	w.inGroup = 0
+	w.inGroup, w.held = 0, 0
 }
 
 // Rows returns the number of rows written so far.

@@ -51,6 +51,11 @@ type Input struct {
 	// the chunk is the source of all its row groups).
 	Unsorted     []int    `json:"unsorted,omitempty"`
 	BlockSources []string `json:"block_sources,omitempty"`
+	// MaxRowBytes is the uncompressed size of the input's largest row as its footer tells it,
+	// bytes: the largest of its row groups' uncompressed bytes per row (exact for a row group of
+	// one row, the average of its rows otherwise; parquetio.Chunk.MaxRowBytes). 0 in plans made
+	// before it was recorded.
+	MaxRowBytes int64 `json:"max_row_bytes,omitempty"`
 }
 
 // InputBytes returns the object bytes of the chunks the plan reads (each chunk once, also when
@@ -82,6 +87,10 @@ func (in Input) Object() int64 {
 type Sample struct {
 	Key  Key
 	Rows int64
+	// Bytes are the stored (compressed) bytes of those rows when known from the footer (the
+	// rows' share of their row group's bytes), so that a chunk whose row groups differ in row
+	// size is weighed row group by row group; 0: the input's average bytes per row.
+	Bytes int64
 }
 
 // Output is one output chunk: every row whose key lies in [Lo, Hi) (nil = unbounded).
@@ -128,7 +137,43 @@ type Plan struct {
 	BatchRows        int64    `json:"batch_rows"` // rows per record batch read or written
 	RowGroupRows     int64    `json:"row_group_rows"`
 	ArrowBytesPerRow int64    `json:"arrow_bytes_per_row"` // average over the inputs
-	Totals           Totals   `json:"totals"`
+	// BatchBytes and RowGroupBytes bound record batches and output row groups in bytes of
+	// data besides BatchRows and RowGroupRows, whatever the rows' sizes (a row larger than
+	// BatchBytes is a batch of its own; see Limits). 0 in plans made before they were recorded.
+	BatchBytes    int64  `json:"batch_bytes,omitempty"`
+	RowGroupBytes int64  `json:"row_group_bytes,omitempty"`
+	Totals        Totals `json:"totals"`
+}
+
+// Byte bounds of record batches and row groups without a memory pool: about 8 MiB of data per
+// batch, 64 MiB per row group (16 MiB when rows are wide; see batchSizes).
+const (
+	DefaultBatchBytes    = 8 << 20
+	DefaultRowGroupBytes = 64 << 20
+	WideRowGroupBytes    = 16 << 20
+)
+
+// Limits returns the plan's bounds of one record batch and of one output row group, in bytes
+// of data. Plans made before the bounds were recorded get the defaults (batches) and
+// RowGroupRows rows of the average row (row groups).
+func (p *Plan) Limits() (batchBytes, rowGroupBytes int64) {
+	batchBytes, rowGroupBytes = p.BatchBytes, p.RowGroupBytes
+	if batchBytes <= 0 {
+		batchBytes = DefaultBatchBytes
+	}
+	if rowGroupBytes <= 0 {
+		rowGroupBytes = max(p.RowGroupRows*p.ArrowBytesPerRow, DefaultBatchBytes)
+	}
+	return batchBytes, rowGroupBytes
+}
+
+// MaxRowBytes returns the largest MaxRowBytes of the inputs of output o, bytes.
+func (p *Plan) MaxRowBytes(o Output) int64 {
+	var n int64
+	for _, i := range o.Inputs {
+		n = max(n, p.Inputs[i].MaxRowBytes)
+	}
+	return n
 }
 
 // Placement says where a merge plan's outputs go in the topic's sorted run and what bounds them:
@@ -238,7 +283,11 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 		}
 		rows += in.Rows
 		for _, s := range samples[i] {
-			all = append(all, weighted{Sample: s, bytes: bytesOf(in, s.Rows)})
+			b := s.Bytes
+			if b <= 0 {
+				b = bytesOf(in, s.Rows)
+			}
+			all = append(all, weighted{Sample: s, bytes: b})
 		}
 	}
 	if rows == 0 {
@@ -287,15 +336,23 @@ func newPlan(inputs []Input, totals Totals, opts Options) *Plan {
 	}
 	p.BatchRows, p.RowGroupRows = batchSizes(inputs)
 	p.ArrowBytesPerRow = arrowBytesPerRow(inputs)
+	p.BatchBytes, p.RowGroupBytes = DefaultBatchBytes, DefaultRowGroupBytes
+	if p.ArrowBytesPerRow > wideRowBytes {
+		p.RowGroupBytes = WideRowGroupBytes
+	}
 	if opts.MemoryBudgetBytes > 0 {
 		// batch: 1/128 of the pool (several are held at once); row group: 1/32, or 1/64 for wide
-		// rows (a quarter of the narrow rows' row group without a pool, see batchSizes).
+		// rows (a quarter of the narrow rows' row group without a pool, see batchSizes). The
+		// rows are those of the average row; the bytes bound every batch and row group however
+		// the rows' sizes are skewed.
 		rgShare := int64(32)
 		if p.ArrowBytesPerRow > wideRowBytes {
 			rgShare = 64
 		}
 		p.BatchRows = max(min(p.BatchRows, opts.MemoryBudgetBytes/128/p.ArrowBytesPerRow), 1)
 		p.RowGroupRows = max(min(p.RowGroupRows, opts.MemoryBudgetBytes/rgShare/p.ArrowBytesPerRow), 1)
+		p.BatchBytes = max(min(p.BatchBytes, opts.MemoryBudgetBytes/128), 1)
+		p.RowGroupBytes = max(min(p.RowGroupBytes, opts.MemoryBudgetBytes/rgShare), 1)
 	}
 	return p
 }

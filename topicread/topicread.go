@@ -45,6 +45,9 @@ const footerGuess = 16 << 10
 // batchRows is the size of the record batches a window is read in.
 const batchRows = 64 << 10
 
+// batchBytes bounds those batches in bytes of data (a row larger than it is read alone).
+const batchBytes = 8 << 20
+
 // Window reads the rows of the topic with from <= timestamp_ns < to (nanoseconds; rows with a
 // null timestamp are in no window) and hands them to emit in the topic's global order, in
 // batches valid only during the call. The chunk list is one consistent catalog snapshot, so a
@@ -188,7 +191,7 @@ func (r *reader) open(ctx context.Context, i int) (merge.Source, error) {
 	}
 	r.stats.Blocks++
 	run := compaction.RunSpec{RowGroups: []int{blk.rowGroup}, FirstRow: blk.firstRow, Sorted: false}
-	return compaction.RunSource(ctx, blk.chunk.chunk, blk.chunk.key, run, batchRows, r.mem, func() {
+	return compaction.RunSource(ctx, blk.chunk.chunk, blk.chunk.key, run, parquetio.Limits{Rows: batchRows, Bytes: batchBytes}, r.mem, func() {
 		blk.chunk.objects.drop(blk.offset)
 	})
 }

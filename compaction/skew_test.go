@@ -1,0 +1,219 @@
+package compaction
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"gocloud.dev/blob/memblob"
+
+	"github.com/storeopt/storeopt/mempool"
+	"github.com/storeopt/storeopt/parquetio"
+	"github.com/storeopt/storeopt/plan"
+	"github.com/storeopt/storeopt/store"
+	"github.com/storeopt/storeopt/verify"
+)
+
+// skewSchema is a topic of small status rows and rare large blobs: timestamp, source chunk and
+// row, and a binary payload.
+func skewSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "src_chunk", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "src_row", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "payload", Type: arrow.BinaryTypes.Binary},
+	}, nil)
+}
+
+// skewChunk encodes rows at ts with payloads of size[i] zero bytes, one row group, in batches
+// of at most 64 MiB of payload (a single binary array must stay under 2 GiB).
+func skewChunk(t *testing.T, chunk int64, ts []int64, size func(i int) int) []byte {
+	t.Helper()
+	schema := skewSchema()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(1<<20),
+		parquet.WithDictionaryDefault(false)),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zeros []byte
+	for from := 0; from < len(ts); {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		var held int
+		to := from
+		for ; to < len(ts) && (to == from || held+size(to) <= 64<<20); to++ {
+			n := size(to)
+			held += n
+			if len(zeros) < n {
+				zeros = make([]byte, n)
+			}
+			b.Field(0).(*array.Int64Builder).Append(ts[to])
+			b.Field(1).(*array.Int64Builder).Append(chunk)
+			b.Field(2).(*array.Int64Builder).Append(int64(to))
+			b.Field(3).(*array.BinaryBuilder).Append(zeros[:n])
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		if err := w.WriteBuffered(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		from = to
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestSkewedRowsWithinPool merges a topic shaped like issue 12's (a chunk of small rows and a
+// chunk of a few huge zero-filled rows, timestamps interleaved) with a memory pool: every output
+// holds the rows in key order with matching digests, no batch (and so no binary array) holds
+// more than one huge row, and the pool's allocator never holds more than RowMemory of the
+// largest row. STOREOPT_SKEW_ROW_MIB sets the huge rows' size (default 24 MiB; issue 12 has
+// 200 MiB rows).
+func TestSkewedRowsWithinPool(t *testing.T) {
+	rowMiB := 24
+	if v := os.Getenv("STOREOPT_SKEW_ROW_MIB"); v != "" {
+		rowMiB, _ = strconv.Atoi(v)
+	}
+	rowBytes := rowMiB << 20
+	const small, huge = 20000, 12
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	smallTs := make([]int64, small)
+	for i := range smallTs {
+		smallTs[i] = int64(i) * 10
+	}
+	hugeTs := make([]int64, huge)
+	for i := range hugeTs {
+		hugeTs[i] = int64(i)*(small*10/huge) + 5 // between small rows
+	}
+	datas := [][]byte{
+		skewChunk(t, 0, smallTs, func(int) int { return 100 }),
+		skewChunk(t, 1, hugeTs, func(int) int { return rowBytes }),
+	}
+	pool := mempool.New(RowMemory(int64(rowBytes)) + 64<<20)
+	var refs []ChunkRef
+	var scans []Scan
+	for j, data := range datas {
+		key := store.ChunkKey(prefix, j)
+		if err := b.WriteAll(ctx, key, data, nil); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ScanChunk(ctx, b, key, j, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arrow := int64(100 + 24)
+		if j == 1 {
+			arrow = int64(rowBytes + 24)
+		}
+		scans = append(scans, s)
+		refs = append(refs, ChunkRef{ID: int64(j), Key: key, SizeBytes: int64(len(data)), ArrowBytes: arrow * s.Rows, Ordinal: j})
+	}
+	if got := scans[1].Runs[0].MaxRowBytes; got < int64(rowBytes) || got > int64(rowBytes)+4096 {
+		t.Fatalf("huge chunk's largest row from its footer: %d bytes, want about %d", got, rowBytes)
+	}
+	inputs, samples := MergeInputs(refs, scans)
+	p, err := plan.Compute(inputs, samples, plan.Totals{}, plan.Options{MaxChunkSizeBytes: 1 << 20, MemoryBudgetBytes: pool.Limit()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.FooterID = scans[0].Footer.ID
+	obj, err := store.OpenObject(ctx, b, inputs[0].ObjectKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parquetio.Open(obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := c.Layout()
+	c.Close()
+	var rows int64
+	lastTs := int64(-1)
+	for _, o := range p.Outputs {
+		need := OutputMemory(p, o)
+		if need < RowMemory(int64(rowBytes)) {
+			t.Fatalf("output %d: estimate %d bytes, less than RowMemory %d", o.Ordinal, need, RowMemory(int64(rowBytes)))
+		}
+		pool.Allocator().ResetHighWater()
+		key := store.ChunkKey(prefix+"X", o.Ordinal)
+		res, err := WriteOutput(ctx, Inputs{Bucket: b, Plan: p, Mem: pool.Allocator()}, o, key, layout, nil)
+		if err != nil {
+			t.Fatalf("output %d: %v", o.Ordinal, err)
+		}
+		if hw := pool.Allocator().HighWater(); hw > RowMemory(int64(rowBytes)) {
+			t.Errorf("output %d: the pool's allocator held %d MiB, more than RowMemory of a %d MiB row (%d MiB)",
+				o.Ordinal, hw>>20, rowMiB, RowMemory(int64(rowBytes))>>20)
+		} else {
+			t.Logf("output %d: %d rows, pool high water %d MiB (RowMemory %d MiB, estimate %d MiB)", o.Ordinal,
+				res.Stats.RowCount, hw>>20, RowMemory(int64(rowBytes))>>20, need>>20)
+		}
+		if res.Read != res.Written {
+			t.Fatalf("output %d: digests read %s written %s", o.Ordinal, res.Read, res.Written)
+		}
+		// Read back one row at most per huge row: rows in key order, every payload its size.
+		obj, err := store.OpenObject(ctx, b, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oc, err := parquetio.Open(obj, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br, err := oc.BatchesWithin(ctx, parquetio.Limits{Rows: 4096, Bytes: 8 << 20}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h verify.Hasher
+		var d verify.Digest
+		for rec := br.Next(); rec != nil; rec = br.Next() {
+			h.AddRows(&d, rec, 0, rec.NumRows())
+			ts, src := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Int64)
+			payload := rec.Column(3).(*array.Binary)
+			for i := range int(rec.NumRows()) {
+				if ts.Value(i) < lastTs {
+					t.Fatalf("output %d: timestamp %d after %d", o.Ordinal, ts.Value(i), lastTs)
+				}
+				lastTs = ts.Value(i)
+				want := 100
+				if src.Value(i) == 1 {
+					want = rowBytes
+					if rec.NumRows() != 1 {
+						t.Fatalf("output %d: a batch of %d rows holds a %d MiB row", o.Ordinal, rec.NumRows(), rowMiB)
+					}
+				}
+				if len(payload.Value(i)) != want {
+					t.Fatalf("output %d: payload of %d bytes, want %d", o.Ordinal, len(payload.Value(i)), want)
+				}
+			}
+			rows += rec.NumRows()
+		}
+		if err := br.Err(); err != nil {
+			t.Fatal(err)
+		}
+		br.Release()
+		oc.Close()
+		if d != res.Written {
+			t.Fatalf("output %d: file digest %s, written %s", o.Ordinal, d, res.Written)
+		}
+	}
+	if rows != small+huge {
+		t.Fatalf("outputs hold %d rows, want %d", rows, small+huge)
+	}
+	t.Log(fmt.Sprintf("%d outputs", len(p.Outputs)))
+}
