@@ -22,7 +22,14 @@ import (
 const (
 	shapeIMU   = "imu"
 	shapeImage = "image"
+	// shapeSkew is a camera topic of small rows (100-byte payloads) of which every
+	// -huge-every-th chunk starts with -huge-rows rows of -huge-bytes zero bytes (issue 12:
+	// a status stream with an occasional map snapshot or raw frame).
+	shapeSkew = "skew"
 )
+
+// Payload of the skew shape's small rows, bytes.
+const skewSmallPayload = 100
 
 // datasetFormat changes whenever the generated layout changes, so that old datasets are not
 // reused by mistake.
@@ -40,6 +47,9 @@ type datasetParams struct {
 	Chunks           int     `json:"chunks"`
 	RowsPerChunk     int     `json:"rows_per_chunk"`
 	PayloadBytes     int     `json:"payload_bytes,omitempty"`
+	HugeEvery        int     `json:"huge_every,omitempty"`
+	HugeRows         int     `json:"huge_rows,omitempty"`
+	HugeBytes        int     `json:"huge_bytes,omitempty"`
 	Overlap          float64 `json:"overlap"`
 	Unsorted         float64 `json:"unsorted"`
 	Seed             int64   `json:"seed"`
@@ -49,7 +59,7 @@ type datasetParams struct {
 // strings and binaries as 4-byte offsets plus their data (the simulator's constant frame IDs
 // and encodings), fixed-width numbers.
 func approxRowBytes(shape string, payload int) int64 {
-	if shape == shapeImage {
+	if shape == shapeImage || shape == shapeSkew {
 		return 8 + (4 + 20) + 4 + 4 + (4 + 4) + (4 + int64(payload)) // ts, frame_id, width, height, encoding, data
 	}
 	return 8 + (4 + 8) + 10*8 // ts, frame_id, 10 float64
@@ -62,11 +72,15 @@ func paramsFor(cfg config, shape string) datasetParams {
 	if shape == shapeImage {
 		p.PayloadBytes = cfg.payload
 	}
+	if shape == shapeSkew {
+		// The size is that of the small rows; the huge ones come on top.
+		p.PayloadBytes, p.HugeEvery, p.HugeRows, p.HugeBytes = skewSmallPayload, cfg.hugeEvery, cfg.hugeRows, cfg.hugeBytes
+	}
 	if p.TargetArrowBytes == 0 {
-		p.TargetArrowBytes = map[string]int64{shapeIMU: 1_100_000_000, shapeImage: 500_000_000}[shape]
+		p.TargetArrowBytes = map[string]int64{shapeIMU: 1_100_000_000, shapeImage: 500_000_000, shapeSkew: 60_000_000}[shape]
 	}
 	if p.Chunks == 0 {
-		p.Chunks = map[string]int{shapeIMU: 2000, shapeImage: 300}[shape]
+		p.Chunks = map[string]int{shapeIMU: 2000, shapeImage: 300, shapeSkew: 200}[shape]
 	}
 	rows := float64(p.TargetArrowBytes) / float64(p.Chunks) / float64(approxRowBytes(shape, p.PayloadBytes))
 	p.RowsPerChunk = max(1, int(math.Round(rows)))
@@ -85,6 +99,10 @@ func (p datasetParams) topicSpec() ingest.TopicSpec {
 		Overlap: p.Overlap, UnsortedFraction: p.Unsorted}
 	if p.Shape == shapeImage {
 		spec.Path, spec.Kind, spec.PayloadBytes = "camera/front", ingest.Camera, p.PayloadBytes
+	}
+	if p.Shape == shapeSkew {
+		spec.Path, spec.Kind, spec.PayloadBytes = "sensors/blobs", ingest.Camera, p.PayloadBytes
+		spec.HugeEvery, spec.HugeRows, spec.HugeBytes = p.HugeEvery, p.HugeRows, p.HugeBytes
 	}
 	return spec
 }

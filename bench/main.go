@@ -37,6 +37,9 @@ type config struct {
 	overlap          float64
 	unsorted         float64
 	payload          int
+	hugeEvery        int
+	hugeRows         int
+	hugeBytes        int
 	seed             int64
 	dataDir          string
 	regen            bool
@@ -59,9 +62,12 @@ func main() {
 	var levels bool
 	var levelsBatch int
 	var tp throughputConfig
-	flag.StringVar(&shape, "shape", "all", "dataset shape: imu (narrow IMU rows), image (binary payload rows) or all")
-	flag.Int64Var(&cfg.size, "size", 0, "target uncompressed Arrow size of the topic, bytes (0 = 1100000000 for imu, 500000000 for image)")
-	flag.IntVar(&cfg.chunks, "chunks", 0, "number of input chunks (0 = 2000 for imu, 300 for image)")
+	flag.StringVar(&shape, "shape", "all", "dataset shape: imu (narrow IMU rows), image (binary payload rows), skew (small rows and a few huge ones; not in all) or all")
+	flag.IntVar(&cfg.hugeEvery, "huge-every", 20, "skew shape: every n-th chunk starts with huge rows")
+	flag.IntVar(&cfg.hugeRows, "huge-rows", 4, "skew shape: huge rows at the start of such a chunk")
+	flag.IntVar(&cfg.hugeBytes, "huge-bytes", 32<<20, "skew shape: payload of a huge row, bytes (zeros)")
+	flag.Int64Var(&cfg.size, "size", 0, "target uncompressed Arrow size of the topic, bytes (0 = 1100000000 for imu, 500000000 for image, 60000000 of small rows for skew)")
+	flag.IntVar(&cfg.chunks, "chunks", 0, "number of input chunks (0 = 2000 for imu, 300 for image, 200 for skew)")
 	flag.Float64Var(&cfg.overlap, "overlap", 0.05, "fraction (0..1) of each chunk's time span overlapping the previous chunk")
 	flag.Float64Var(&cfg.unsorted, "unsorted", 0, "fraction (0..1) of chunks whose rows are slightly out of order")
 	flag.IntVar(&cfg.payload, "payload", 50_000, "binary payload of each image row, bytes (10–100 KB is typical)")
@@ -135,12 +141,12 @@ func main() {
 // finish validates the flags and fills the derived fields.
 func (c *config) finish(shape, jobs string) error {
 	switch shape {
-	case shapeIMU, shapeImage:
+	case shapeIMU, shapeImage, shapeSkew:
 		c.shapes = []string{shape}
 	case "all":
 		c.shapes = []string{shapeIMU, shapeImage}
 	default:
-		return fmt.Errorf("-shape %q: want imu, image or all", shape)
+		return fmt.Errorf("-shape %q: want imu, image, skew or all", shape)
 	}
 	for _, j := range strings.Split(jobs, ",") {
 		j = strings.TrimSpace(j)

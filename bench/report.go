@@ -89,7 +89,7 @@ func ratioCell(x *float64) string {
 }
 
 // printTable prints the job table (medians), the problems found and the ratios per dataset.
-func printTable(w io.Writer, reports []jobReport, ratios []ratioReport) {
+func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "job\tshape\tinput MB\toutput MB\trows\tseconds\tcpu s\tpeak RSS MiB\tout chunks\tsorted\tmetadata\t")
 	for _, r := range reports {
@@ -131,5 +131,13 @@ func printTable(w io.Writer, reports []jobReport, ratios []ratioReport) {
 	for _, rr := range ratios {
 		fmt.Fprintf(w, "%s (%s): storeopt/duckdb seconds %s, peak RSS %s; storeopt/read seconds %s\n", rr.Shape, rr.Dataset,
 			ratioCell(rr.SecondsStoreoptOverDuckDB), ratioCell(rr.PeakRSSStoreoptOverDuckDB), ratioCell(rr.SecondsStoreoptOverRead))
+	}
+	if pool > 0 {
+		for _, r := range reports {
+			if r.Job == jobStoreopt || r.Job == jobWorker {
+				fmt.Fprintf(w, "%s %s: peak RSS %.0f MiB with a memory pool of %.0f MiB (RSS - pool = %.0f MiB)\n", r.Job, r.Shape,
+					float64(r.PeakRSSBytes)/(1<<20), float64(pool)/(1<<20), float64(r.PeakRSSBytes-pool)/(1<<20))
+			}
+		}
 	}
 }

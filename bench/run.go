@@ -94,7 +94,7 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.jsonOut {
 		return printJSON(reports, ratios)
 	}
-	printTable(os.Stdout, reports, ratios)
+	printTable(os.Stdout, reports, ratios, cfg.memoryPool)
 	return nil
 }
 

@@ -399,7 +399,8 @@ func (w *topicWriter) generate(ordinal int, payload *[]byte) arrow.RecordBatch {
 	b.Reserve(tl.spec.RowsPerChunk)
 	ts, valid := tl.timestamps(ordinal, rng)
 	b.Field(0).(*array.Int64Builder).AppendValues(ts, valid)
-	fillColumns(tl.spec.Kind, b.Fields(), rng, int64(ordinal)*int64(tl.spec.RowsPerChunk), tl.spec.RowsPerChunk, tl.spec, payload)
+	fillColumns(tl.spec.Kind, b.Fields(), rng, int64(ordinal)*int64(tl.spec.RowsPerChunk), tl.spec.RowsPerChunk,
+		tl.spec.hugeRows(ordinal), tl.spec, payload)
 	return b.NewRecordBatch()
 }
 

@@ -83,6 +83,20 @@ type TopicSpec struct {
 	NullTimestamps int
 	// Compression is the Parquet codec: "zstd" (default when empty), "snappy", "gzip" or "none".
 	Compression string
+	// HugeEvery, HugeRows and HugeBytes skew a Camera topic's row sizes (issue 12): in every
+	// HugeEvery-th chunk (ordinals HugeEvery-1, 2·HugeEvery-1, …) the first HugeRows rows carry
+	// a payload of HugeBytes zero bytes instead of PayloadBytes (a map snapshot or a raw frame
+	// among small messages; zeros, so the objects stay small). 0 = no huge rows. A chunk's huge
+	// payloads together must stay under 2 GiB (one Arrow binary array).
+	HugeEvery, HugeRows, HugeBytes int
+}
+
+// hugeRows returns how many of chunk ordinal's first rows carry HugeBytes (see HugeEvery).
+func (s TopicSpec) hugeRows(ordinal int) int {
+	if s.HugeEvery <= 0 || s.Kind != Camera || ordinal%s.HugeEvery != s.HugeEvery-1 {
+		return 0
+	}
+	return min(s.HugeRows, s.RowsPerChunk)
 }
 
 // kind facts: sample period and description.
@@ -160,6 +174,10 @@ func (t TopicSpec) validate() error {
 		return fmt.Errorf("rows per chunk %d < 1", t.RowsPerChunk)
 	case t.PayloadBytes < 0:
 		return fmt.Errorf("payload bytes %d < 0", t.PayloadBytes)
+	case t.HugeEvery < 0 || t.HugeRows < 0 || t.HugeBytes < 0 ||
+		int64(min(t.HugeRows, t.RowsPerChunk))*int64(t.HugeBytes) >= 1<<31:
+		return fmt.Errorf("huge rows: every %d chunks %d rows of %d bytes (each ≥ 0, rows × bytes < 2 GiB)",
+			t.HugeEvery, t.HugeRows, t.HugeBytes)
 	case !(t.Overlap >= 0 && t.Overlap <= 1):
 		return fmt.Errorf("overlap %v outside 0..1", t.Overlap)
 	case !(t.UnsortedFraction >= 0 && t.UnsortedFraction <= 1):

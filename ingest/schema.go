@@ -79,14 +79,15 @@ func schemaOf(k Kind, sequence, locator string) *arrow.Schema {
 // fillColumns appends n rows of simulated values for every column but timestamp_ns (builders
 // b[1:]); firstRow is the topic-wide index of the first row, so values continue across chunks.
 // scratch is a reusable buffer for binary payloads.
-func fillColumns(k Kind, b []array.Builder, rng *rand.Rand, firstRow int64, n int, spec TopicSpec, scratch *[]byte) {
+// The first huge rows of a Camera chunk carry spec.HugeBytes zero bytes (TopicSpec.HugeEvery).
+func fillColumns(k Kind, b []array.Builder, rng *rand.Rand, firstRow int64, n, huge int, spec TopicSpec, scratch *[]byte) {
 	switch k {
 	case IMU:
 		fillIMU(b, rng, firstRow, n)
 	case GPS:
 		fillGPS(b, rng, firstRow, n)
 	case Camera:
-		fillCamera(b, rng, n, spec.payloadBytes(), scratch)
+		fillCamera(b, rng, n, spec.payloadBytes(), huge, spec.HugeBytes, scratch)
 	}
 }
 
@@ -137,10 +138,18 @@ func fillGPS(b []array.Builder, rng *rand.Rand, firstRow int64, n int) {
 	}
 }
 
-func fillCamera(b []array.Builder, rng *rand.Rand, n, payload int, scratch *[]byte) {
+func fillCamera(b []array.Builder, rng *rand.Rand, n, payload, huge, hugeBytes int, scratch *[]byte) {
 	frame, width, height := b[1].(*array.StringBuilder), b[2].(*array.Int32Builder), b[3].(*array.Int32Builder)
 	enc, data := b[4].(*array.StringBuilder), b[5].(*array.BinaryBuilder)
-	data.ReserveData(n * payload)
+	data.ReserveData((n-huge)*payload + huge*hugeBytes)
+	for range huge {
+		frame.Append("camera_front_optical")
+		width.Append(1280)
+		height.Append(720)
+		enc.Append("raw")
+		data.Append(make([]byte, hugeBytes))
+	}
+	n -= huge
 	if cap(*scratch) < payload+8 {
 		*scratch = make([]byte, payload+8)
 	}
