@@ -5,7 +5,8 @@
 # gateway the S3 tests start and the temporal-sql-tool the compose test runs, makes sure PostgreSQL
 # runs, then: go vet, the docker-compose.yml check (scripts/compose-check.sh), the workflow
 # determinism check (scripts/workflowcheck.sh) and go test over every package. Extra arguments go to `go test`
-# (e.g. -run TestX -v ./app); without a package argument all packages (./...) are tested.
+# (e.g. -run TestX -v ./app); without a package argument all packages (./...) are tested and the
+# bench runs on a tiny dataset (scripts/bench-smoke.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$STOREOPT_ROOT"
@@ -56,6 +57,10 @@ report="$(mktemp)"
 trap 'rm -f "$report"' EXIT
 status=0
 STOREOPT_FAULT_SUITE_REPORT="$report" go test "${tags[@]}" -count=1 -timeout 20m "$@" "${packages[@]}" || status=$?
+# The whole suite also runs the bench on a tiny dataset (bench/ is a module of its own).
+if [[ ${#packages[@]} -gt 0 ]]; then
+  scripts/bench-smoke.sh || status=$?
+fi
 # The fault suite's summary line (e2e.TestFaultSuite), which go test hides for a passing package.
 if [[ -s "$report" ]]; then
   cat "$report"
