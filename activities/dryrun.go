@@ -140,7 +140,7 @@ func (a *Activities) estimateModel(ctx context.Context, p policy.Policy) (estima
 	}
 	samples := make([]estimate.Sample, len(costs))
 	for i, c := range costs {
-		samples[i] = estimate.Sample{ArrowBytes: c.InputArrowBytes, Seconds: c.Seconds}
+		samples[i] = estimate.Sample{ArrowBytes: c.InputArrowBytes, Rows: c.Rows, Seconds: c.Seconds}
 	}
 	return estimate.Fit(samples), nil
 }
@@ -175,6 +175,6 @@ func (a *Activities) planOne(ctx context.Context, nt catalog.NeedingTopic, maxCh
 	for _, o := range p.Outputs {
 		tp.OutputBytes += o.EstBytes
 	}
-	tp.Seconds = model.Seconds(tp.InputArrowBytes)
+	tp.Seconds = model.Seconds(tp.InputArrowBytes, tp.Rows)
 	return tp, nil
 }

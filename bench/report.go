@@ -140,4 +140,5 @@ func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int
 			}
 		}
 	}
+	printEstimates(w, reports)
 }

@@ -23,6 +23,8 @@ type measurement struct {
 	PeakRSSBytes int64              `json:"peak_rss_bytes"`
 	Phases       map[string]float64 `json:"phases,omitempty"`
 	Rows         int64              `json:"rows"`
+	// DryRun is the dry run's estimate of the worker job's pass (nil for other jobs).
+	DryRun *dryRunFacts `json:"dry_run,omitempty"`
 	// output facts (not for read)
 	Check *outputCheck `json:"-"`
 }

@@ -67,8 +67,9 @@ func buildStoreoptTagged(ctx context.Context, dir string, tags []string) (worker
 
 // runWorkerJob starts the worker on a task queue of its own with the run's catalog database,
 // the dataset's store and the memory pool, runs one pass with the starter (which waits for it),
-// then stops the worker with SIGTERM. Seconds are the starter's wall time (Temporal scheduling
-// included); CPU seconds and peak RSS (VmHWM, read just before SIGTERM) are the worker's.
+// then stops the worker with SIGTERM; before the pass, a dry run estimates it (estimate.go).
+// Seconds are the starter's wall time (Temporal scheduling included); CPU seconds and peak RSS
+// (VmHWM, read just before SIGTERM) are the worker's.
 func runWorkerJob(ctx context.Context, cfg config, d *dataset, dbURL string) (res jobResult, m measurement, err error) {
 	worker, starter, err := buildStoreopt(ctx, filepath.Join(d.Dir, "bin"))
 	if err != nil {
@@ -93,6 +94,10 @@ func runWorkerJob(ctx context.Context, cfg config, d *dataset, dbURL string) (re
 			_ = w.Wait()
 		}
 	}()
+	dryRun, err := runDryRun(ctx, starter, env, cfg)
+	if err != nil {
+		return res, m, err
+	}
 	start := time.Now()
 	s := exec.CommandContext(ctx, starter, "store-optimizer",
 		"--max-chunk-size", strconv.FormatInt(cfg.maxChunkSize, 10),
@@ -115,6 +120,12 @@ func runWorkerJob(ctx context.Context, cfg config, d *dataset, dbURL string) (re
 	chunks, err := cat.Chunks(ctx, d.TopicID)
 	if err != nil {
 		return res, m, err
+	}
+	if runErr == nil {
+		if dryRun.CommitSeconds, err = recordedSeconds(ctx, cat); err != nil {
+			return res, m, err
+		}
+		m.DryRun = &dryRun
 	}
 	for _, c := range chunks {
 		res.OutputFiles = append(res.OutputFiles, filepath.Join(d.StoreDir, c.ObjectKey))

@@ -2,23 +2,32 @@
 // of the same policy cost (catalog.OptimizationCost), for dry runs. It is a pure function of
 // numbers: the catalog reads the history, the dry run applies the model.
 //
-// The model is seconds = FixedSeconds + ArrowBytes / BytesPerSecond, per policy: a fixed cost
-// per topic (Temporal round trips of lease, read-sort, write-chunks and commit, opening the
-// catalog transaction) plus the time to read, merge and write its rows, proportional to their
-// Arrow (uncompressed) bytes, which predict the work of compressed inputs of any shape better
-// than their object bytes (measured on the bench topics: an IMU-like topic compresses about 6:1,
-// an image-like one hardly at all, yet both take about 4 s per GB of Arrow data).
+// The model is seconds = FixedSeconds + Scale × (ArrowBytes / BytesPerSecond + Rows /
+// RowsPerSecond), per policy: a fixed cost per topic (Temporal round trips of lease,
+// read-sort, write-chunks and commit, opening the catalog transaction) plus the work of reading,
+// merging and writing its rows, which has a part per byte of Arrow (uncompressed) data (decoding,
+// copying, encoding and compressing values) and a part per row (the merge's key comparisons and
+// the per-row work of narrow columns). One term alone misses one of the bench's shapes by about
+// 2×: per Arrow byte, the IMU-like topic (11 M narrow rows in 1.1 GB) costs twice what the
+// image-like one (9 900 rows with 50 KB payloads in 500 MB) does.
+//
+// BytesPerSecond and RowsPerSecond are fixed (DefaultBytesPerSecond, DefaultRowsPerSecond: they
+// weigh the two parts); the history sets Scale, how much slower (> 1) or faster this worker ran
+// its recent optimizations than those rates, so one optimization of any shape calibrates the
+// estimates of all shapes. Without history Scale is 1.
 package estimate
 
 import "fmt"
 
-// Defaults, used when no recent optimization of the policy moved at least MinSampleArrowBytes.
-// They were measured with bench/ on the project's 2-core machine (see README, Dry run), through
-// the real worker on the dev server: about 4.2 s per GB of Arrow data for a full rewrite of the
-// 1.1 GB IMU-like topic and 2.5 s per GB for the 500 MB image-like one, and about half a second
-// per small topic.
+// Defaults. The rates are the CPU seconds of full rewrites of the bench topics (bench/, worker
+// job, 2-core machine): 3.0 CPU s for the image-like topic (500 MB of Arrow data, 9 900 rows)
+// and 12.2 CPU s for the IMU-like one (1.1 GB, 11 M rows), solved for a cost per byte and a cost
+// per row. With two output chunks encoded at once a worker on an idle 2-core machine takes
+// about that many seconds or fewer; a busy machine takes longer, which the history corrects
+// (Scale). See README, Dry run, for the measured ratios of estimate to real seconds.
 const (
-	DefaultBytesPerSecond = 200e6
+	DefaultBytesPerSecond = 170e6 // Arrow bytes per second
+	DefaultRowsPerSecond  = 2e6
 	DefaultFixedSeconds   = 0.5
 	// MinSampleArrowBytes is the smallest optimization (Arrow bytes) whose throughput counts:
 	// smaller ones measure mostly the fixed cost.
@@ -27,9 +36,11 @@ const (
 	HistorySize = 20
 )
 
-// Sample is the cost of one optimization: the Arrow bytes of its inputs and its seconds.
+// Sample is the cost of one optimization: the Arrow bytes and rows of its inputs and its
+// seconds from the lease to the commit.
 type Sample struct {
 	ArrowBytes int64
+	Rows       int64
 	Seconds    float64
 }
 
@@ -37,17 +48,27 @@ type Sample struct {
 type Model struct {
 	FixedSeconds   float64
 	BytesPerSecond float64 // Arrow bytes
-	// Samples is how many optimizations the throughput comes from; 0 = the defaults.
+	RowsPerSecond  float64
+	// Scale multiplies the work's seconds at those rates: the recent optimizations' seconds
+	// beyond the fixed cost over their work's seconds at the rates; 1 without history.
+	Scale float64
+	// Samples is how many optimizations Scale comes from; 0 = the defaults.
 	Samples int
 }
 
-// Fit returns the model of the samples (newest first, at most HistorySize are used): the
-// throughput is the Arrow bytes of the samples of at least MinSampleArrowBytes divided by their
-// seconds beyond the fixed cost (each at least a tenth of its seconds), and the fixed cost the
-// default. Without such a sample it returns the defaults.
+// Default is the model without history.
+func Default() Model {
+	return Model{FixedSeconds: DefaultFixedSeconds, BytesPerSecond: DefaultBytesPerSecond,
+		RowsPerSecond: DefaultRowsPerSecond, Scale: 1}
+}
+
+// Fit returns the model of the samples (newest first, at most HistorySize are used): Scale is
+// the seconds beyond the fixed cost (each at least a tenth of its seconds) of the samples of at
+// least MinSampleArrowBytes, over the seconds of their work at the default rates. Without such
+// a sample it returns Default().
 func Fit(samples []Sample) Model {
-	m := Model{FixedSeconds: DefaultFixedSeconds, BytesPerSecond: DefaultBytesPerSecond}
-	var bytes, seconds float64
+	m := Default()
+	var observed, work float64
 	n := 0
 	for i, s := range samples {
 		if i == HistorySize {
@@ -56,28 +77,34 @@ func Fit(samples []Sample) Model {
 		if s.ArrowBytes < MinSampleArrowBytes || s.Seconds <= 0 {
 			continue
 		}
-		bytes += float64(s.ArrowBytes)
-		seconds += max(s.Seconds-m.FixedSeconds, s.Seconds/10)
+		observed += max(s.Seconds-m.FixedSeconds, s.Seconds/10)
+		work += m.work(s.ArrowBytes, s.Rows)
 		n++
 	}
-	if n > 0 {
-		m.BytesPerSecond, m.Samples = bytes/seconds, n
+	if n > 0 && work > 0 {
+		m.Scale, m.Samples = observed/work, n
 	}
 	return m
 }
 
-// Seconds estimates the seconds of an optimization that reads arrowBytes of Arrow data.
-func (m Model) Seconds(arrowBytes int64) float64 {
-	return m.FixedSeconds + float64(max(arrowBytes, 0))/m.BytesPerSecond
+// work is the seconds of reading, merging and writing arrowBytes and rows at the model's rates.
+func (m Model) work(arrowBytes, rows int64) float64 {
+	return float64(max(arrowBytes, 0))/m.BytesPerSecond + float64(max(rows, 0))/m.RowsPerSecond
 }
 
-// Source says where the model comes from: "3 recent optimizations" or "default".
+// Seconds estimates the seconds, from the lease to the commit, of an optimization that reads
+// arrowBytes of Arrow data in rows rows.
+func (m Model) Seconds(arrowBytes, rows int64) float64 {
+	return m.FixedSeconds + m.Scale*m.work(arrowBytes, rows)
+}
+
+// Source says where the model comes from: "3 recent optimizations (×2.41)" or "default".
 func (m Model) Source() string {
 	switch m.Samples {
 	case 0:
 		return "default"
 	case 1:
-		return "1 recent optimization"
+		return fmt.Sprintf("1 recent optimization (×%.2f)", m.Scale)
 	}
-	return fmt.Sprintf("%d recent optimizations", m.Samples)
+	return fmt.Sprintf("%d recent optimizations (×%.2f)", m.Samples, m.Scale)
 }
