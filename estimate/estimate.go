@@ -14,7 +14,7 @@
 // BytesPerSecond and RowsPerSecond are fixed (DefaultBytesPerSecond, DefaultRowsPerSecond: they
 // weigh the two parts); the history sets Scale, how much slower (> 1) or faster this worker ran
 // its recent optimizations than those rates, so one optimization of any shape calibrates the
-// estimates of all shapes. Without history Scale is 1.
+// estimates of all shapes. Without history Scale is DefaultScale.
 package estimate
 
 import "fmt"
@@ -22,12 +22,15 @@ import "fmt"
 // Defaults. The rates are the CPU seconds of full rewrites of the bench topics (bench/, worker
 // job, 2-core machine): 3.0 CPU s for the image-like topic (500 MB of Arrow data, 9 900 rows)
 // and 12.2 CPU s for the IMU-like one (1.1 GB, 11 M rows), solved for a cost per byte and a cost
-// per row. With two output chunks encoded at once a worker on an idle 2-core machine takes
-// about that many seconds or fewer; a busy machine takes longer, which the history corrects
-// (Scale). See README, Dry run, for the measured ratios of estimate to real seconds.
+// per row. A worker takes about its CPU seconds on an idle 2-core machine (two output chunks
+// are encoded at once) and 1.8–2.5 times them on the project's shared one (bench, three
+// sessions); DefaultScale, the scale of a first estimate, sits between the two, so that it is
+// within a factor of 2 of either. The history replaces it (Scale). See README, Dry run, for the
+// measured ratios of estimate to real seconds.
 const (
 	DefaultBytesPerSecond = 170e6 // Arrow bytes per second
 	DefaultRowsPerSecond  = 2e6
+	DefaultScale          = 1.5
 	DefaultFixedSeconds   = 0.5
 	// MinSampleArrowBytes is the smallest optimization (Arrow bytes) whose throughput counts:
 	// smaller ones measure mostly the fixed cost.
@@ -50,7 +53,8 @@ type Model struct {
 	BytesPerSecond float64 // Arrow bytes
 	RowsPerSecond  float64
 	// Scale multiplies the work's seconds at those rates: the recent optimizations' seconds
-	// beyond the fixed cost over their work's seconds at the rates; 1 without history.
+	// beyond the fixed cost over their work's seconds at the rates; DefaultScale without
+	// history.
 	Scale float64
 	// Samples is how many optimizations Scale comes from; 0 = the defaults.
 	Samples int
@@ -59,7 +63,7 @@ type Model struct {
 // Default is the model without history.
 func Default() Model {
 	return Model{FixedSeconds: DefaultFixedSeconds, BytesPerSecond: DefaultBytesPerSecond,
-		RowsPerSecond: DefaultRowsPerSecond, Scale: 1}
+		RowsPerSecond: DefaultRowsPerSecond, Scale: DefaultScale}
 }
 
 // Fit returns the model of the samples (newest first, at most HistorySize are used): Scale is
@@ -68,7 +72,7 @@ func Default() Model {
 // a sample it returns Default().
 func Fit(samples []Sample) Model {
 	m := Default()
-	var observed, work float64
+	var observed, work float64 // seconds beyond the fixed cost; seconds at the rates (scale 1)
 	n := 0
 	for i, s := range samples {
 		if i == HistorySize {
@@ -98,11 +102,12 @@ func (m Model) Seconds(arrowBytes, rows int64) float64 {
 	return m.FixedSeconds + m.Scale*m.work(arrowBytes, rows)
 }
 
-// Source says where the model comes from: "3 recent optimizations (×2.41)" or "default".
+// Source says where the model comes from: "3 recent optimizations (×2.41)" or "default
+// (×1.50)".
 func (m Model) Source() string {
 	switch m.Samples {
 	case 0:
-		return "default"
+		return fmt.Sprintf("default (×%.2f)", m.Scale)
 	case 1:
 		return fmt.Sprintf("1 recent optimization (×%.2f)", m.Scale)
 	}

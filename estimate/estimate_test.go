@@ -9,9 +9,9 @@ import (
 func TestFitWithoutHistoryTakesTheDefaults(t *testing.T) {
 	m := Fit(nil)
 	require.Equal(t, Default(), m)
-	require.Equal(t, "default", m.Source())
-	// 1.7 GB of Arrow data in 4 M rows: 10 s for the bytes, 2 s for the rows.
-	require.InDelta(t, 0.5+10+2, m.Seconds(1.7e9, 4e6), 1e-9)
+	require.Equal(t, "default (×1.50)", m.Source())
+	// 1.7 GB of Arrow data in 4 M rows: 10 s for the bytes, 2 s for the rows, at the default scale.
+	require.InDelta(t, 0.5+1.5*(10+2), m.Seconds(1.7e9, 4e6), 1e-9)
 	// Small optimizations measure the fixed cost, not the throughput.
 	require.Equal(t, m, Fit([]Sample{{ArrowBytes: 1 << 20, Rows: 1000, Seconds: 3}}))
 }
@@ -48,5 +48,6 @@ func TestFitCarriesAcrossShapes(t *testing.T) {
 	d := Default()
 	imu.Seconds = d.FixedSeconds + 2*d.work(imu.ArrowBytes, imu.Rows)
 	m := Fit([]Sample{imu})
+	require.InDelta(t, 2, m.Scale, 1e-9)
 	require.InDelta(t, d.FixedSeconds+2*d.work(image.ArrowBytes, image.Rows), m.Seconds(image.ArrowBytes, image.Rows), 1e-9)
 }
