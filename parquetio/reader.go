@@ -323,14 +323,25 @@ type Limits struct {
 	Bytes int64
 }
 
-// rowsFor returns the rows per batch of row group rg under lim.
+// rowsFor returns the rows per batch of row group rg under lim. A row group of more than
+// wholeArrayBytes is read a row at a time whatever lim says: its rows' sizes are known only as
+// an average, and a batch of a few of its largest rows could exceed what one Arrow binary array
+// addresses (int32 offsets, 2 GiB), which a smaller row group cannot.
 func (c *Chunk) rowsFor(lim Limits, rg int) int64 {
 	rows := max(lim.Rows, 1)
 	if lim.Bytes > 0 {
 		rows = min(rows, max(lim.Bytes/max(c.RowBytes(rg), 1), 1))
 	}
+	if c.RowGroupBytes(rg) > wholeArrayBytes {
+		rows = 1
+	}
 	return rows
 }
+
+// wholeArrayBytes is the uncompressed size of a row group up to which any batch of it fits one
+// Arrow binary array: half of 2 GiB, as a dictionary-encoded column decodes larger than its
+// uncompressed Parquet bytes.
+const wholeArrayBytes = 1 << 30
 
 // RowGroupBytes returns the uncompressed bytes of row group i: the sum of its column chunks'
 // total_uncompressed_size (Parquet encoded data and page headers before compression, about
