@@ -27,7 +27,7 @@ const RowCopies = 4
 
 // rowOverhead is what the writing of an output holds besides copies of its largest row: small
 // batches of the other inputs, the collector, page buffers of the other columns.
-const rowOverhead = 16 << 20
+const rowOverhead = 32 << 20
 
 // RowMemory estimates the bytes of the memory pool the writing of an output needs when its
 // largest row has rowBytes uncompressed bytes (plan.Input.MaxRowBytes): RowCopies copies of the

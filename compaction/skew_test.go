@@ -82,16 +82,17 @@ func skewChunk(t *testing.T, chunk int64, ts []int64, size func(i int) int) []by
 // holds the rows in key order with matching digests, no batch (and so no binary array) holds
 // more than one huge row, and the pool's allocator never holds more than RowMemory of the
 // largest row. STOREOPT_SKEW_ROW_MIB sets the huge rows' size (default 24 MiB; issue 12 has
-// 200 MiB rows). The second case holds small and huge rows in one row group of more than 1 GiB,
-// the huge ones next to each other, so that the footer's average row is small: it is read a row
-// at a time (parquetio.Chunk.BatchesWithin), never as one batch of the huge rows.
+// 200 MiB rows). The second case holds small and huge rows in one row group, the huge ones next
+// to each other, so that the footer's average row is small: it is read in batches of a 64th of
+// the average's rows (parquetio skewFactor), or a row at a time once the row group is larger than
+// 1 GiB (STOREOPT_SKEW_ROW_MIB=96), never as one batch of the huge rows.
 func TestSkewedRowsWithinPool(t *testing.T) {
 	rowMiB := 24
 	if v := os.Getenv("STOREOPT_SKEW_ROW_MIB"); v != "" {
 		rowMiB, _ = strconv.Atoi(v)
 	}
 	t.Run("chunk of huge rows", func(t *testing.T) { testSkewedRows(t, rowMiB<<20, false) })
-	t.Run("huge rows among small ones in one row group", func(t *testing.T) { testSkewedRows(t, 96<<20, true) })
+	t.Run("huge rows among small ones in one row group", func(t *testing.T) { testSkewedRows(t, rowMiB<<20, true) })
 }
 
 func testSkewedRows(t *testing.T, rowBytes int, mixed bool) {

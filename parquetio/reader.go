@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -332,10 +333,41 @@ func (c *Chunk) rowsFor(lim Limits, rg int) int64 {
 	if lim.Bytes > 0 {
 		rows = min(rows, max(lim.Bytes/max(c.RowBytes(rg), 1), 1))
 	}
+	if lim.Bytes > 0 && c.mayHideLargeRows(rg, lim.Bytes) {
+		rows = min(rows, max(lim.Bytes/(skewFactor*max(c.RowBytes(rg), 1)), 1))
+	}
 	if c.RowGroupBytes(rg) > wholeArrayBytes {
 		rows = 1
 	}
 	return rows
+}
+
+// skewFactor is how much larger than its row group's average a row is assumed to be when the
+// row group may hide large rows (mayHideLargeRows): batches of such a row group hold
+// 1/skewFactor of the rows the average would give (a row at most skewFactor times the average
+// keeps a batch within its bytes).
+const skewFactor = 64
+
+// mayHideLargeRows reports whether row group rg of the chunk may hold rows far larger than its
+// average among small ones (issue 12: an ingestion service writing a chunk as one row group of
+// status messages and a few blobs): a variable-width (byte array) column chunk of it holds more
+// than 16 batches of batchBytes, and the chunk was not written by storeopt (whose writer puts a
+// row of a row group's bytes in a row group of its own and keeps row groups within their bytes).
+func (c *Chunk) mayHideLargeRows(rg int, batchBytes int64) bool {
+	md := c.pf.MetaData()
+	if strings.HasPrefix(md.GetCreatedBy(), "storeopt") {
+		return false
+	}
+	g := md.RowGroup(rg)
+	for col := range g.NumColumns() {
+		if md.Schema.Column(col).PhysicalType() != parquet.Types.ByteArray {
+			continue
+		}
+		if cc, err := g.ColumnChunk(col); err == nil && cc.TotalUncompressedSize() > 16*batchBytes {
+			return true
+		}
+	}
+	return false
 }
 
 // wholeArrayBytes is the uncompressed size of a row group up to which any batch of it fits one
