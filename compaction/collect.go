@@ -8,10 +8,10 @@ import (
 )
 
 // collector turns the row runs that merge emits into the batches handed to the encoder. A run of
-// at least minRun rows or minRunBytes bytes (the usual case: a sorted input contributes whole
-// batches) goes on as a zero-copy slice; shorter runs (where inputs interleave) are gathered and
-// concatenated into one batch once they add up to minRun rows or minRunBytes bytes, or a long
-// run follows. A gathered batch is thus smaller than 2 × minRunBytes, and no batch is larger
+// at least minRun rows or half of minRunBytes bytes (the usual case: a sorted input contributes
+// whole batches) goes on as a zero-copy slice; shorter runs (where inputs interleave) are gathered
+// and concatenated into one batch once they add up to minRun rows or minRunBytes bytes, or a long
+// run follows. A gathered batch is thus smaller than 1.5 × minRunBytes, and no batch is larger
 // than the input batch it is a slice of. The batches depend only on the
 // sequence of runs, which depends only on the inputs and the plan, so the output bytes are the
 // same on every retry. When every column is gatherable, short runs are not sliced at all: the
@@ -32,10 +32,11 @@ type collector struct {
 // gathered runs are handed on.
 const minRunBytes = 1 << 20
 
-// newCollector passes on runs of at least min(batchRows, 1024) rows or minRunBytes bytes as
-// they are.
-func newCollector(schema *arrow.Schema, batchRows int64, mem memory.Allocator, out func(arrow.RecordBatch) error) *collector {
-	minRun := min(batchRows, 1024)
+// newCollector passes on runs of at least min(batchRows, 1024, 1 MiB of average rows) rows
+// (bytesPerRow: the topic's average) or half of minRunBytes as they are: a source batch of about
+// 1 MiB of rows goes on without a copy.
+func newCollector(schema *arrow.Schema, batchRows, bytesPerRow int64, mem memory.Allocator, out func(arrow.RecordBatch) error) *collector {
+	minRun := min(batchRows, 1024, minRunBytes/max(bytesPerRow, 1))
 	return &collector{schema: schema, minRun: max(minRun, 1), mem: mem, out: out, gather: gatherable(schema)}
 }
 
@@ -45,7 +46,7 @@ func (c *collector) add(rec arrow.RecordBatch, from, to int64) error {
 	if to-from < c.minRun {
 		bytes = chunkstats.RowsBytes(rec, from, to)
 	}
-	if to-from >= c.minRun || bytes >= minRunBytes {
+	if to-from >= c.minRun || bytes >= minRunBytes/2 {
 		if err := c.flush(); err != nil {
 			return err
 		}

@@ -108,7 +108,7 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 	in.footer = layout.Footer
 	in.shared = map[string]*sharedChunk{}
 	return writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
-		col := newCollector(layout.Schema, in.Plan.BatchRows, out.mem, out.send)
+		col := newCollector(layout.Schema, in.Plan.BatchRows, in.Plan.ArrowBytesPerRow, out.mem, out.send)
 		defer col.release()
 		r := merge.Range{Lo: o.Lo, Hi: o.Hi, Inputs: o.Inputs}
 		for _, i := range o.Inputs {
