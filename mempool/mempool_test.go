@@ -21,10 +21,24 @@ func TestReserveWaitsForRoom(t *testing.T) {
 		}
 		got <- r
 	}()
+	// The second reservation waits (it registered as a waiter: a positive signal, not a pause
+	// that a goroutine not yet run would also pass) and was not granted.
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.hasWaiter() {
+		select {
+		case <-got:
+			t.Fatal("a reservation that does not fit was granted")
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reservation that does not fit never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	select {
 	case <-got:
 		t.Fatal("a reservation that does not fit was granted")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	a.Release()
 	a.Release() // a second release gives back nothing
@@ -129,4 +143,11 @@ func TestFreeListsAreBounded(t *testing.T) {
 		t.Fatalf("free lists hold %d bytes after reuse, want 0", got)
 	}
 	a.Free(z)
+}
+
+// hasWaiter reports whether a reservation waits for room.
+func (p *Pool) hasWaiter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.waiters) > 0
 }
