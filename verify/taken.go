@@ -69,7 +69,7 @@ func (p *ChunkPositions) AddRows(rows []int64) {
 // Positions of those rows by input chunk ID. It is accumulated where runs of rows are emitted to
 // the output (package merge), from the rows' stored positions, so it does not depend on the key
 // ranges that decided which output a row goes to: Commit adds the Taken of every output and
-// checks that each planned input chunk's rows 0..n-1 were taken exactly once (Check).
+// checks that the rows 0..n-1 of each input chunk it replaces were taken exactly once (Check).
 type Taken map[int64]Positions
 
 // Add adds the positions p accumulated to t.

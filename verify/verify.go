@@ -56,10 +56,11 @@ type Expected struct {
 // output's read and written digests equal (no row lost, duplicated or changed between decoding
 // and encoding); chunks globally ordered (each chunk's timestamps not before the previous
 // chunk's, null timestamps only at the end); and, independently of how the plan and the merge
-// routed rows to outputs, every row of every planned input chunk taken by exactly one output
-// (each output's Taken adds up to its rows; the Taken of all outputs add up, per input chunk,
-// to its rows 0..n-1: a row routed to two outputs and another to none is caught here, though
-// every count above still agrees); each output's footer (Parquet schema elements and key/value
+// routed rows to outputs, every row of every input chunk the optimization replaces (want.Inputs,
+// from the catalog) taken by exactly one output (each output's Taken adds up to its rows; the
+// Taken of all outputs add up, per input chunk, to its rows 0..n-1: a row routed to two outputs
+// and another to none, or a chunk the plan left out, is caught here, though every count above
+// still agrees); each output's footer (Parquet schema elements and key/value
 // pairs) equal to the inputs'. Returns a *MismatchError naming the first difference (for
 // input rows: the input chunks' object keys with the rows they hold and the rows taken).
 func Check(want Expected, outs []OutputFacts) error {
