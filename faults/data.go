@@ -30,7 +30,8 @@ const (
 	MergeShiftRange = "merge.shift-boundary"
 )
 
-// PlanDropInput: read-sort leaves one selected input chunk (the middle one) out of the plan it
-// computes (inputs and totals), while the commit still replaces it: a planning fault that every
-// check taken from the plan agrees with (action "on", checked with TriggeredOn on the chunk ID).
+// PlanDropInput: read-sort leaves one selected input chunk (the middle one) out of the merge plan
+// it computes (inputs and totals; full and leveled policies), while the commit still replaces
+// it: a planning fault that every check taken from the plan agrees with (action "on", checked
+// with TriggeredOn on the chunk ID).
 const PlanDropInput = "plan.drop-input"
