@@ -39,6 +39,9 @@ type PassOptions struct {
 	// MaxConcurrentSmallTopics how many smaller ones besides (0 = the workflow's defaults).
 	MaxConcurrentTopics      int
 	MaxConcurrentSmallTopics int
+	// BatchTopics is how many tiny topics one activity optimizes (0 = the workflow's default,
+	// 1 = a topic workflow for every topic).
+	BatchTopics int
 	// TopicParallelism is how many WriteChunks activities of one topic run at once.
 	TopicParallelism int
 	// PageSize is how many queued topics one ListQueuedTopics lists.
@@ -62,6 +65,8 @@ func (o PassOptions) Validate() error {
 		return fmt.Errorf("max concurrent topics %d is negative", o.MaxConcurrentTopics)
 	case o.MaxConcurrentSmallTopics < 0:
 		return fmt.Errorf("max concurrent small topics %d is negative", o.MaxConcurrentSmallTopics)
+	case o.BatchTopics < 0:
+		return fmt.Errorf("batch topics %d is negative", o.BatchTopics)
 	case o.TopicParallelism < 0:
 		return fmt.Errorf("topic parallelism %d is negative", o.TopicParallelism)
 	case o.PageSize < 0:
@@ -82,6 +87,7 @@ func (o PassOptions) Input() workflows.StoreOptimizerInput {
 		MaxChunkSizeBytes:        o.MaxChunkSizeBytes,
 		MaxConcurrentTopics:      o.MaxConcurrentTopics,
 		MaxConcurrentSmallTopics: o.MaxConcurrentSmallTopics,
+		BatchTopics:              o.BatchTopics,
 		TopicParallelism:         o.TopicParallelism,
 		PageSize:                 o.PageSize,
 		Policy:                   o.Policy,

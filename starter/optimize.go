@@ -92,6 +92,8 @@ otherwise.`,
 		"topics larger than --max-chunk-size optimized at once; 0 = workflow default (4)")
 	f.IntVar(&opts.MaxConcurrentSmallTopics, "max-concurrent-small-topics", 0,
 		"topics of at most --max-chunk-size (one output chunk) optimized at once, besides the larger ones; 0 = workflow default (32)")
+	f.IntVar(&opts.BatchTopics, "batch-topics", 0,
+		"tiny topics (estimated input at most 1 MiB) optimized one after the other by one activity; 0 = workflow default (25), 1 = a topic workflow each")
 	f.IntVar(&opts.TopicParallelism, "topic-parallelism", 0,
 		"WriteChunks activities of one topic at once; 0 = workflow default")
 	f.IntVar(&opts.PageSize, "page-size", 0,

@@ -70,7 +70,7 @@ func TestStoreOptimizerPassesPolicyAndCountsByPolicy(t *testing.T) {
 			}
 			return OptimizeTopicResult{Locator: in.Locator, Policy: applied[in.TopicID], Rows: 10}, nil
 		})
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{Policy: "auto", MinChunks: 4, Scope: []string{"sequence:s"},
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{BatchTopics: 1, Policy: "auto", MinChunks: 4, Scope: []string{"sequence:s"},
 		MaxChunkSizeBytes: 1000})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())

@@ -21,7 +21,7 @@ func TestStoreOptimizerReportsQuarantined(t *testing.T) {
 		Reason: "StoreoptInputError: topic seq/bad: chunk tp_A/data/00003.parquet: not a Parquet file",
 		Since:  time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}}
 	q := newQueue("seq/a", "seq/b", "seq/c")
-	_, res := runLegs(t, StoreOptimizerInput{PageSize: 2}, func(env *testsuite.TestWorkflowEnvironment) {
+	_, res := runLegs(t, StoreOptimizerInput{BatchTopics: 1, PageSize: 2}, func(env *testsuite.TestWorkflowEnvironment) {
 		env.OnActivity(a.EnqueueTopics, mock.Anything, mock.Anything).Return(activities.EnqueueTopicsResult{
 			Added: 3, Queued: 3, Quarantined: 1, QuarantinedTopics: quarantined}, nil).Maybe()
 		q.install(env)
@@ -64,7 +64,7 @@ func TestStoreOptimizerSkipsTopicQuarantinedSinceListed(t *testing.T) {
 	env.OnActivity(a.WriteChunks, mock.Anything, mock.Anything).Return(activities.WriteChunksResult{}, nil)
 	env.OnActivity(a.Commit, mock.Anything, mock.Anything).Return(activities.CommitResult{Rows: 1}, nil)
 
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{})
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{BatchTopics: 1})
 
 	require.NoError(t, env.GetWorkflowError())
 	var res StoreOptimizerResult

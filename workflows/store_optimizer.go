@@ -43,6 +43,13 @@ const (
 	// DefaultMaxConcurrentSmallTopics is how many small topics are optimized at once by default
 	// (StoreOptimizerInput.MaxConcurrentSmallTopics).
 	DefaultMaxConcurrentSmallTopics = 32
+	// smallTopicBatchesChange is the workflow.GetVersion change ID of tiny topics optimized in
+	// batches (version 1): executions recorded before it start a topic workflow for each.
+	smallTopicBatchesChange = "small-topic-batches"
+	// DefaultBatchTopics is how many tiny topics one OptimizeSmallTopics activity optimizes.
+	DefaultBatchTopics = 25
+	// DefaultBatchTopicBytes is the largest estimated input of a tiny topic, bytes.
+	DefaultBatchTopicBytes = 1 << 20
 )
 
 // StoreOptimizerInput is the input of StoreOptimizerWorkflow. Zero values take the defaults.
@@ -66,6 +73,12 @@ type StoreOptimizerInput struct {
 	// further page, waits for the topics in flight and continues as new with the run's state;
 	// 0 = DefaultContinueAsNewEvents. The server's suggestion to continue as new is followed too.
 	ContinueAsNewEvents int `json:",omitempty"`
+	// BatchTopics is how many tiny topics (estimated input at most BatchTopicBytes and
+	// MaxChunkSizeBytes) one OptimizeSmallTopics activity optimizes one after the other, instead
+	// of a topic workflow each; 0 = DefaultBatchTopics, 1 = no batches. A batch takes one slot of
+	// the small topics' window. BatchTopicBytes 0 = DefaultBatchTopicBytes.
+	BatchTopics     int   `json:",omitempty"`
+	BatchTopicBytes int64 `json:",omitempty"`
 	// TopicParallelism is how many WriteChunks activities each topic runs at once; 0 = 2.
 	TopicParallelism int
 	// HeartbeatTimeout of the topics' ReadSort and WriteChunks activities; 0 = one minute.
@@ -188,6 +201,10 @@ type storeRun struct {
 	logger   log.Logger
 	shown    Progress // the progress last shown (showProgress), which the query answers
 	ended    bool     // nothing left to start or wait for
+	// batches: tiny topics are optimized in batches (executions since smallTopicBatchesChange);
+	// batch holds the tiny topics listed and not started yet.
+	batches bool
+	batch   []activities.QueuedTopic
 }
 
 func (r *storeRun) setup(ctx workflow.Context) error {
@@ -281,6 +298,7 @@ func (r *storeRun) continueAsNew(ctx workflow.Context) error {
 // after every child started has finished, with more set when the queue may hold further topics
 // (the run continues as new from the cursor then).
 func (r *storeRun) optimizeQueue(ctx workflow.Context) (more bool, err error) {
+	r.batches = workflow.GetVersion(ctx, smallTopicBatchesChange, workflow.DefaultVersion, 1) == 1 && r.in.BatchTopics != 1
 	w := r.newWindows(ctx)
 	defer w.wait()
 	for {
@@ -289,6 +307,7 @@ func (r *storeRun) optimizeQueue(ctx workflow.Context) (more bool, err error) {
 			return false, err
 		}
 		r.startTopics(ctx, w, page)
+		r.flushBatch(ctx, w)
 		if len(page) > 0 {
 			r.state.AfterTopicID = page[len(page)-1].TopicID
 		}
@@ -411,6 +430,13 @@ func (r *storeRun) newWindows(ctx workflow.Context) *windows {
 // outcomes are recorded as they finish, also while later pages run.
 func (r *storeRun) startTopics(ctx workflow.Context, w *windows, topics []activities.QueuedTopic) {
 	for i, topic := range topics {
+		if r.batches && r.tinyTopic(topic) {
+			r.batch = append(r.batch, topic)
+			if len(r.batch) >= r.batchTopics() {
+				r.flushBatch(ctx, w)
+			}
+			continue
+		}
 		small := r.smallTopic(topic)
 		w.ready(small)
 		if !r.mayStart(ctx, len(topics)-i) {

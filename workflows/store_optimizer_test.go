@@ -125,7 +125,7 @@ func TestStoreOptimizerContinuesAsNewOnceHistoryIsLong(t *testing.T) {
 				})
 			}
 
-			next, res := runLegs(t, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3,
+			next, res := runLegs(t, StoreOptimizerInput{BatchTopics: 1, PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3,
 				ContinueAsNewEvents: 50}, func(env *testsuite.TestWorkflowEnvironment) {
 				env.SetCurrentHistoryLength(50)
 				setup(env)
@@ -140,7 +140,7 @@ func TestStoreOptimizerContinuesAsNewOnceHistoryIsLong(t *testing.T) {
 			}, Queued: n, QueuedBytes: int64(1000 * n), Finished: 2, FinishedBytes: 2000,
 				StartedAt: next[0].State.StartedAt}, next[0].State)
 			require.Equal(t, next[0].State.StartedAt, next[1].State.StartedAt, "StartedAt stays the run's")
-			require.Equal(t, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3,
+			require.Equal(t, StoreOptimizerInput{BatchTopics: 1, PageSize: 2, MaxChunkSizeBytes: 5000, TopicParallelism: 3,
 				ContinueAsNewEvents: 50, MaxConcurrentTopics: DefaultMaxConcurrentTopics, State: next[0].State}, next[0])
 			require.Equal(t, int64(40), next[1].State.AfterTopicID)
 
@@ -198,7 +198,7 @@ func TestStoreOptimizerBoundsTopicsInFlightAndAnswersProgress(t *testing.T) {
 	})
 	w := watchProgress[Progress](t, env, 30*time.Second, 90*time.Second)
 
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 3, MaxConcurrentSmallTopics: 3})
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{BatchTopics: 1, MaxConcurrentTopics: 3, MaxConcurrentSmallTopics: 3})
 
 	require.NoError(t, env.GetWorkflowError())
 	require.Empty(t, optionErrs)
@@ -254,7 +254,7 @@ func TestStoreOptimizerSkipsTopicAlreadyBeingOptimized(t *testing.T) {
 		return childResult(in), workflow.Sleep(ctx, time.Minute)
 	})
 
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 3, MaxConcurrentSmallTopics: 3})
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{BatchTopics: 1, MaxConcurrentTopics: 3, MaxConcurrentSmallTopics: 3})
 
 	require.NoError(t, env.GetWorkflowError())
 	var res StoreOptimizerResult
@@ -301,7 +301,7 @@ func TestStoreOptimizerRecordsFailedTopicsFromRealChildren(t *testing.T) {
 		InputChunks: 5, OutputChunks: 1, Rows: 50, InputBytes: 500, OutputBytes: 400}, nil)
 	recordReleases(env, &mu, &released)
 
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{})
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{BatchTopics: 1})
 
 	require.NoError(t, env.GetWorkflowError())
 	var res StoreOptimizerResult
@@ -333,7 +333,7 @@ func TestStoreOptimizerCapsRecordedFailures(t *testing.T) {
 		newQueue(locators...).install(env)
 		mockChildren(env, failing)
 
-		env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{PageSize: 1000, MaxConcurrentTopics: 50})
+		env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{BatchTopics: 1, PageSize: 1000, MaxConcurrentTopics: 50})
 
 		require.NoError(t, env.GetWorkflowError())
 		var res StoreOptimizerResult
@@ -357,7 +357,7 @@ func TestStoreOptimizerCapsRecordedFailures(t *testing.T) {
 		state := &RunState{Enqueued: true, Result: StoreOptimizerResult{Failed: 99,
 			Failures: slices.Repeat([]TopicFailure{{Locator: "old", Error: "old"}}, 99)}}
 
-		env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 1, State: state})
+		env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{BatchTopics: 1, MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 1, State: state})
 
 		var res StoreOptimizerResult
 		require.NoError(t, env.GetWorkflowResult(&res))
@@ -375,7 +375,7 @@ func TestStoreOptimizerCancelCancelsChildrenWhichRelease(t *testing.T) {
 	m.install(env)
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
 
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxConcurrentTopics: 2, MaxConcurrentSmallTopics: 2})
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{BatchTopics: 1, MaxConcurrentTopics: 2, MaxConcurrentSmallTopics: 2})
 
 	err := env.GetWorkflowError()
 	require.True(t, temporal.IsCanceledError(err), "want canceled, got %v", err)
@@ -424,7 +424,7 @@ func TestStoreOptimizerStopsOnAStoreFault(t *testing.T) {
 		recordReleases(env, &mu, &released)
 	}
 
-	next, res := runLegs(t, StoreOptimizerInput{PageSize: 6, MaxConcurrentTopics: 2, MaxConcurrentSmallTopics: 2}, setup)
+	next, res := runLegs(t, StoreOptimizerInput{BatchTopics: 1, PageSize: 6, MaxConcurrentTopics: 2, MaxConcurrentSmallTopics: 2}, setup)
 
 	require.Empty(t, next, "a run stopped by a store fault does not continue as new")
 	require.Equal(t, "store file:///s: read-only file system (open file:///s/x.tmp); fix the store", res.StoreFault)
@@ -484,7 +484,7 @@ func TestStoreOptimizerStoreFaultStreak(t *testing.T) {
 				outcome[l] = o
 			}
 			q := newQueue(locators...)
-			_, res := runLegs(t, StoreOptimizerInput{MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 1, PageSize: tc.pageSize},
+			_, res := runLegs(t, StoreOptimizerInput{BatchTopics: 1, MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 1, PageSize: tc.pageSize},
 				func(env *testsuite.TestWorkflowEnvironment) {
 					q.install(env)
 					mockChildren(env, func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
@@ -597,7 +597,7 @@ func TestStoreOptimizerSlowTopicDoesNotStallLaterPages(t *testing.T) {
 		return childResult(in), err
 	})
 
-	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{PageSize: 2, MaxChunkSizeBytes: 5000,
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{BatchTopics: 1, PageSize: 2, MaxChunkSizeBytes: 5000,
 		MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 2})
 
 	require.NoError(t, env.GetWorkflowError())
