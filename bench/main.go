@@ -91,7 +91,7 @@ func main() {
 	flag.IntVar(&tp.rowsPerChunk, "throughput-rows", 100, "with -throughput: rows of each one-chunk topic")
 	flag.Int64Var(&tp.bigSize, "throughput-big", 0, "with -throughput: also one IMU topic of this many Arrow bytes in the same run (a mixed run); 0 = none")
 	flag.IntVar(&tp.bigChunks, "throughput-big-chunks", 8000, "with -throughput-big: chunks of the big topic")
-	flag.DurationVar(&tp.slowTopic, "throughput-slow", 0, "with -throughput: simulate one slow topic instead of a big one: the worker is built with the fault points and the first output chunk written sleeps this long")
+	flag.DurationVar(&tp.slowTopic, "throughput-slow", 0, "with -throughput: make one topic slow: the worker is built with the fault points and the first output chunk over a MiB (only a big topic has one) waits this long in its upload")
 	flag.IntVar(&tp.maxConcurrentTopics, "max-concurrent-topics", 0, "with -throughput: starter store-optimizer --max-concurrent-topics (0 = the workflow's default)")
 	flag.IntVar(&tp.pageSize, "page-size", 0, "with -throughput: starter store-optimizer --page-size (0 = the workflow's default)")
 	flag.IntVar(&tp.maxActivities, "max-concurrent-activities", app.DefaultMaxConcurrentActivities, "with -throughput: the worker's STOREOPT_MAX_CONCURRENT_ACTIVITIES")

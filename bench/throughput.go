@@ -273,8 +273,8 @@ func runThroughput(ctx context.Context, cfg config, t throughputConfig, p throug
 	)
 	workerEnv := env
 	if t.slowTopic > 0 {
-		// The first output chunk written sleeps: that topic is the slow one.
-		workerEnv = append(workerEnv, "STOREOPT_FAULTS=write-chunks.before-object=sleep:"+t.slowTopic.String()+"*1")
+		// The first output chunk over a MiB waits in its upload: that topic is the slow one.
+		workerEnv = append(workerEnv, "STOREOPT_FAULTS=write-chunks.uploading=sleep:"+t.slowTopic.String()+"*1")
 	}
 	w := exec.CommandContext(ctx, worker)
 	logPath := filepath.Join(dir, "worker.log")
