@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
@@ -75,6 +76,9 @@ func (r *storeRun) batchDone(ctx workflow.Context, w *windows, topics []activiti
 		t, ok := results[topic.TopicID]
 		switch {
 		case !ok:
+			if err == nil {
+				err = errors.New("the batch returned no result for the topic")
+			}
 			r.record(ctx, topic.Locator, OptimizeTopicResult{}, topicFailure(topic.Locator, &stepError{step: "batch", err: err}))
 		case t.Outcome == activities.OutcomeLeased:
 			if r.mayStart(ctx, 1) {
