@@ -191,12 +191,12 @@ func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if spec.MemProfile != "" {
-		stop := watchPeakHeap(peakProfilePath(spec.MemProfile))
-		defer stop()
-	}
 	ctx = activities.WithRun(ctx, "bench", spec.RunToken)
 	pool := mempool.New(spec.MemoryPoolBytes)
+	if spec.MemProfile != "" {
+		stop := watchPeakHeap(peakProfilePath(spec.MemProfile), pool.Allocator().InUse)
+		defer stop()
+	}
 	// Metrics recorded as a worker with --metrics-address records them (not served: the job
 	// measures the data path with its instrumentation on).
 	reg := storeoptmetrics.NewRegistry(nil)
@@ -276,27 +276,32 @@ func peakProfilePath(path string) string {
 
 // watchPeakHeap samples the live heap (runtime/metrics /gc/heap/live:bytes: the heap marked
 // live by the last collection) every 50 ms and, whenever it reaches a new high, writes the in-use
-// heap profile (which describes that collection) to path. The returned function stops the
-// watcher and logs the peak.
-func watchPeakHeap(path string) (stop func()) {
+// heap profile (which describes that collection) to path, and reads poolInUse (the Arrow
+// allocator's bytes in use) at that sample. The returned function stops the watcher and logs the
+// peak and how much of it the allocator counted (the rest: Go memory outside the pool's count).
+func watchPeakHeap(path string, poolInUse func() int64) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
 		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		var peak uint64
+		var poolAtPeak int64
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
-				logf("storeopt job: peak live heap %.1f MiB (profile %s)", float64(peak)/(1<<20), path)
+				logf("storeopt job: peak live heap %.1f MiB, of which the Arrow allocator had %.1f MiB in use at that sample "+
+					"(%.1f MiB outside its count) (profile %s)", float64(peak)/(1<<20), float64(poolAtPeak)/(1<<20),
+					(float64(peak)-float64(poolAtPeak))/(1<<20), path)
 				return
 			case <-t.C:
 			}
 			metrics.Read(sample)
 			if live := sample[0].Value.Uint64(); live > peak {
 				peak = live
+				poolAtPeak = poolInUse()
 				if f, err := os.Create(path); err == nil {
 					_ = pprof.Lookup("heap").WriteTo(f, 0)
 					_ = f.Close()
