@@ -84,21 +84,25 @@ const maxArrayBytes = math.MaxInt32
 // RowTooLargeError refuses a topic one of whose rows cannot be optimized within the memory pool
 // (or cannot be held by an Arrow array at all): retrying cannot help, a larger pool can.
 type RowTooLargeError struct {
-	// RowBytes is the row's uncompressed size (plan.Input.MaxRowBytes), bytes; NeedBytes
+	// RowBytes is the row's uncompressed size or its upper bound (plan.Input.MaxRowBytes), bytes; NeedBytes
 	// RowCopies times it, PoolBytes the pool (0: unlimited).
 	RowBytes, NeedBytes, PoolBytes int64
 }
 
 func (e *RowTooLargeError) Error() string {
 	if e.RowBytes > maxArrayBytes {
-		return fmt.Sprintf("a row of %s (uncompressed, from the footer) is larger than an Arrow binary array can hold (2 GiB)",
-			mib(e.RowBytes))
+		return fmt.Sprintf("a row of %s (uncompressed, from the footer%s) is larger than an Arrow binary array can hold (2 GiB)",
+			mib(e.RowBytes), rowSource)
 	}
-	return fmt.Sprintf("a row of %s (uncompressed, from the footer) needs about %s of the memory pool to be rewritten "+
+	return fmt.Sprintf("a row of %s (uncompressed, from the footer%s) needs about %s of the memory pool to be rewritten "+
 		"(%d copies of the row), more than the worker's pool of %s (STOREOPT_MEMORY_POOL_SIZE): "+
 		"a worker with a larger pool can optimize the topic",
-		mib(e.RowBytes), mib(e.NeedBytes), RowCopies, mib(e.PoolBytes))
+		mib(e.RowBytes), rowSource, mib(e.NeedBytes), RowCopies, mib(e.PoolBytes))
 }
+
+// rowSource says where a row size comes from: a row group's footer, or, for a row group that
+// may hide large rows, the largest page of a byte-array column (a bound of its values).
+const rowSource = ", or at most the largest data page holding it when the footer's average may hide it"
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 

@@ -108,8 +108,10 @@ type Run struct {
 	Samples []plan.Sample
 	// MinTs and MaxTs are the run's smallest and largest non-null timestamps (nil: none).
 	MinTs, MaxTs *int64
-	// MaxRowBytes is the uncompressed size of the run's largest row as the footer tells it
-	// (plan.Input.MaxRowBytes), and MaxRowGroup the row group it is in.
+	// MaxRowBytes is the uncompressed size of the run's largest row as the footer tells it, or
+	// for a row group that may hide large rows an upper bound from its page headers
+	// (parquetio.Chunk.HiddenRowBytes; plan.Input.MaxRowBytes), and MaxRowGroup the row group
+	// it is in.
 	MaxRowBytes int64
 	MaxRowGroup int
 }
@@ -142,6 +144,16 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 		r := scanRun(ts, start, start+n, input, max(step, 1))
 		r.RowGroups = []int{rg}
 		r.MaxRowBytes, r.MaxRowGroup = c.RowBytes(rg), rg
+		// A row group whose footer average may hide large rows: bound its largest row from
+		// its byte-array columns' page headers (a value is at most its page).
+		hidden, _, err := c.HiddenRowBytes(ctx, rg, plan.DefaultBatchBytes)
+		if err != nil {
+			if parquetio.IsInputError(err) {
+				return Scan{}, &ChunkError{Key: key, Err: err}
+			}
+			return Scan{}, fmt.Errorf("chunk %s: %w", key, err)
+		}
+		r.MaxRowBytes = max(r.MaxRowBytes, hidden)
 		s.UncompressedBytes += c.RowGroupBytes(rg)
 		if c.NumRowGroups() > 1 {
 			// Weigh the samples by their row group's stored bytes (planner estimates; a single

@@ -3,6 +3,7 @@ package compaction
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -38,6 +39,14 @@ func skewSchema() *arrow.Schema {
 // of at most 64 MiB of payload (a single binary array must stay under 2 GiB).
 func skewChunk(t *testing.T, chunk int64, ts []int64, size func(i int) int) []byte {
 	t.Helper()
+	return skewChunkIn(t, chunk, ts, size, 64<<20)
+}
+
+// skewChunkIn is skewChunk with batches of at most batchPayload bytes of payload (or one row):
+// arrow-go's writer puts a batch's values in one data page when they exceed the page size, so a
+// batch of several huge rows is one page holding them all.
+func skewChunkIn(t *testing.T, chunk int64, ts []int64, size func(i int) int, batchPayload int) []byte {
+	t.Helper()
 	schema := skewSchema()
 	var buf bytes.Buffer
 	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(
@@ -52,7 +61,7 @@ func skewChunk(t *testing.T, chunk int64, ts []int64, size func(i int) int) []by
 		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 		var held int
 		to := from
-		for ; to < len(ts) && (to == from || held+size(to) <= 64<<20); to++ {
+		for ; to < len(ts) && (to == from || held+size(to) <= batchPayload); to++ {
 			n := size(to)
 			held += n
 			if len(zeros) < n {
@@ -254,4 +263,90 @@ func testSkewedRows(t *testing.T, rowBytes int, mixed bool) {
 		t.Fatalf("outputs hold %d rows, want %d", rows, small+huge)
 	}
 	t.Log(fmt.Sprintf("%d outputs", len(p.Outputs)))
+}
+
+// TestHiddenHugeRowsWithinPool is the bench's skew shape (bench -shape skew) with 48 MiB rows: a
+// chunk written as one row group by another writer, 4 rows of 48 MiB zeros first and 1970 small
+// rows after them, so that the footer's average row is about 100 KB and hides the huge ones.
+// With a 256 MiB pool the topic is either refused before anything is written (CheckRows, an
+// error naming the chunk and the row's size) or written with the pool's allocator never above
+// the pool. The huge rows are in one data page (as the bench's ingestion writer stores them) or
+// in a page each.
+func TestHiddenHugeRowsWithinPool(t *testing.T) {
+	t.Run("one page of huge rows", func(t *testing.T) { testHiddenHugeRows(t, 1<<30) })
+	t.Run("a page per huge row", func(t *testing.T) { testHiddenHugeRows(t, 64<<20) })
+}
+
+func testHiddenHugeRows(t *testing.T, batchPayload int) {
+	const rowBytes, huge, rows = 48 << 20, 4, 1974
+	const poolBytes = 256 << 20
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	ts := make([]int64, rows)
+	for i := range ts {
+		ts[i] = int64(i) * 10
+	}
+	size := func(i int) int {
+		if i < huge {
+			return rowBytes
+		}
+		return 100
+	}
+	data := skewChunkIn(t, 0, ts, size, batchPayload)
+	key := store.ChunkKey(prefix, 0)
+	if err := b.WriteAll(ctx, key, data, nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ScanChunk(ctx, b, key, 0, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arrowBytes int64
+	for i := range rows {
+		arrowBytes += int64(size(i)) + 28
+	}
+	refs := []ChunkRef{{ID: 0, Key: key, SizeBytes: int64(len(data)), ArrowBytes: arrowBytes}}
+	inputs, samples := MergeInputs(refs, []Scan{s})
+	pool := mempool.New(poolBytes)
+	p, err := plan.Compute(inputs, samples, plan.Totals{}, plan.Options{MaxChunkSizeBytes: 1 << 20, MemoryBudgetBytes: pool.Limit()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.FooterID = s.Footer.ID
+	t.Logf("largest row bound %d MiB (footer average %d KiB)", p.Inputs[0].MaxRowBytes>>20, (arrowBytes/rows)>>10)
+	if err := CheckRows(p, pool.Limit()); err != nil {
+		var ce *ChunkError
+		var re *RowTooLargeError
+		if !errors.As(err, &ce) || ce.Key != key || !errors.As(err, &re) || re.RowBytes < rowBytes {
+			t.Fatalf("refusal %v: want a *ChunkError naming %s wrapping a *RowTooLargeError of at least a %d MiB row", err, key, rowBytes>>20)
+		}
+		t.Logf("refused: %v", err)
+		return
+	}
+	obj, err := store.OpenObject(ctx, b, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parquetio.Open(obj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := c.Layout()
+	c.Close()
+	for _, o := range p.Outputs {
+		pool.Allocator().ResetHighWater()
+		res, err := WriteOutput(ctx, Inputs{Bucket: b, Plan: p, Mem: pool.Allocator()}, o, store.ChunkKey(prefix+"X", o.Ordinal), layout, nil)
+		if err != nil {
+			t.Fatalf("output %d: %v", o.Ordinal, err)
+		}
+		if res.Read != res.Written {
+			t.Fatalf("output %d: digests read %s written %s", o.Ordinal, res.Read, res.Written)
+		}
+		if hw := pool.Allocator().HighWater(); hw > poolBytes {
+			t.Fatalf("output %d: neither refused nor within the pool: the allocator held %d MiB of a %d MiB pool", o.Ordinal, hw>>20, poolBytes>>20)
+		} else {
+			t.Logf("output %d: allocator high water %d MiB", o.Ordinal, hw>>20)
+		}
+	}
 }

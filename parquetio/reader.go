@@ -105,7 +105,9 @@ func readerProperties(mem memory.Allocator, inMemory bool) *parquet.ReaderProper
 // Chunk is an opened Parquet chunk. Close releases it. Not safe for concurrent use.
 type Chunk struct {
 	pf *file.Reader
-	fr *pqarrow.FileReader
+	// src is the object the chunk is read from (page headers are read from it directly).
+	src io.ReaderAt
+	fr  *pqarrow.FileReader
 	// Footer is the chunk's Parquet schema and key/value pairs, which every chunk of a topic
 	// shares and every output repeats verbatim.
 	Footer *Footer
@@ -193,7 +195,7 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 		props.BufferedStreamEnabled = true
 		props.BufferSize = remoteBufferBytes
 	}
-	c = &Chunk{pf: pf, NumRows: pf.NumRows(), FooterBytes: int64(pf.MetaData().Size())}
+	c = &Chunk{pf: pf, src: r, NumRows: pf.NumRows(), FooterBytes: int64(pf.MetaData().Size())}
 	defer func() {
 		if err != nil {
 			pf.Close()
