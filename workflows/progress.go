@@ -52,7 +52,8 @@ type Progress struct {
 	// BytesPerSecond is FinishedBytes per second since StartedAt; 0 before a topic finished.
 	BytesPerSecond float64
 	// ETASeconds estimates the seconds left: the remaining bytes at BytesPerSecond, or when no
-	// byte estimate is known, the remaining topics at the pace so far. Absent when unknown.
+	// byte estimate is known, the remaining topics at the pace so far. Absent when unknown: also
+	// before etaMinFraction of the queue (bytes, else topics) is finished.
 	ETASeconds *float64 `json:",omitempty"`
 	// Ended is true once the run has nothing left to start or wait for.
 	Ended bool `json:",omitempty"`
@@ -107,14 +108,28 @@ func (r *storeRun) progressAt(now time.Time) Progress {
 	case r.ended:
 		eta := 0.0
 		p.ETASeconds = &eta
-	case st.QueuedBytes > 0 && st.FinishedBytes > 0:
-		eta := float64(max(st.QueuedBytes-st.FinishedBytes, 0)) / p.BytesPerSecond
-		p.ETASeconds = &eta
-	case st.Queued > 0 && st.Finished > 0:
+	case st.QueuedBytes > 0:
+		if enoughSignal(st.FinishedBytes, st.QueuedBytes) {
+			eta := float64(max(st.QueuedBytes-st.FinishedBytes, 0)) / p.BytesPerSecond
+			p.ETASeconds = &eta
+		}
+	case st.Queued > 0 && enoughSignal(int64(st.Finished), int64(st.Queued)):
 		eta := elapsed / float64(st.Finished) * float64(max(st.Queued-st.Finished, 0))
 		p.ETASeconds = &eta
 	}
 	return p
+}
+
+// etaMinFraction is the fraction of the queue (bytes, or topics when no byte estimate is known)
+// that must be finished before a run's progress has an ETA. The rate counts finished topics only
+// (topics in flight report nothing to the run), so a small topic finishing first while large
+// ones are in flight gives a rate far too low: a 4 s run showed "ETA 8m49s" after a GPS topic of
+// ~1% of its bytes finished. Below this fraction the ETA is unknown ("—").
+const etaMinFraction = 0.05
+
+// enoughSignal is true once done is at least etaMinFraction of total (and above 0).
+func enoughSignal(done, total int64) bool {
+	return done > 0 && float64(done) >= etaMinFraction*float64(total)
 }
 
 // runDetails renders a run's progress as the markdown of its current details.
