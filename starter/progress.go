@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/term"
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/workflows"
@@ -21,8 +22,8 @@ import (
 
 // What a waiting `starter store-optimizer` shows of its run: the run's progress query
 // (workflows.Progress, the numbers of its current details in the Web UI), as two bars (topics
-// and bytes finished of the run's queue, with the rate and the ETA) when stderr is a terminal,
-// as a log line every --progress-interval otherwise.
+// and bytes finished of the run's queue, with the rate and the ETA) when stderr is a terminal
+// with a width, as a log line every --progress-interval otherwise.
 
 // DefaultProgressInterval is how often a starter whose stderr is not a terminal logs the run's
 // progress; barRefresh how often the bar asks for it.
@@ -48,10 +49,21 @@ func newProgressView(e *env, interval time.Duration) (progressView, time.Duratio
 	switch {
 	case interval <= 0:
 		return nil, 0
-	case isatty.IsTerminal(os.Stderr.Fd()) || isatty.IsCygwinTerminal(os.Stderr.Fd()):
+	case drawsBars(os.Stderr.Fd()):
 		return newBarView(os.Stderr), barRefresh
 	}
 	return logView{logger: e.logger}, interval
+}
+
+// drawsBars is true when fd is a terminal that bars fit on: a terminal whose size is unknown
+// or 0 columns wide (a pseudo-terminal of 0×0, as `script -qc` often makes) would get
+// nothing from mpb, so it gets log lines.
+func drawsBars(fd uintptr) bool {
+	if !isatty.IsTerminal(fd) && !isatty.IsCygwinTerminal(fd) {
+		return false
+	}
+	width, _, err := term.GetSize(int(fd))
+	return err == nil && width > 0
 }
 
 // watchRun shows the progress of run workflowID in view, asking every interval, until the
@@ -136,12 +148,13 @@ func (v *barView) topicCounts(decor.Statistics) string {
 	return s
 }
 
-// rateAndETA renders the rate and the ETA ("12 MB/s · ETA 1m3s").
+// rateAndETA renders the rate and the ETA ("12 MB/s · ETA 1m3s", "0 B/s · ETA —" while the run
+// has none).
 func (v *barView) rateAndETA(decor.Statistics) string {
 	v.mu.Lock()
 	p := v.last
 	v.mu.Unlock()
-	eta := "unknown"
+	eta := "—" // no ETA yet: too little of the queue finished (workflows.Progress.ETASeconds)
 	if left, ok := etaLeft(p, time.Now()); ok {
 		eta = left.String()
 	}
