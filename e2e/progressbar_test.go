@@ -27,7 +27,7 @@ import (
 // time): once in a terminal (a pseudo-terminal of 40×160), where it draws a progress bar of the
 // run's progress query that advances (topics and bytes finished of the queue, an ETA) and ends
 // on every topic; once with stderr on a pipe, where it logs the same numbers as lines every
-// --progress-interval and draws nothing.
+// --progress-interval and draws nothing; once in a pseudo-terminal of 0×0, where it logs too.
 func TestStarterShowsProgress(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -56,7 +56,7 @@ func TestStarterShowsProgress(t *testing.T) {
 		topics := ingestSequence("progress_tty")
 		runCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
-		out, err := runInTerminal(e.starterCommand(runCtx, bin, append(args, "--scope", "sequence:progress_tty")...))
+		out, err := runInTerminal(e.starterCommand(runCtx, bin, append(args, "--scope", "sequence:progress_tty")...), 40, 160)
 		if err != nil {
 			t.Fatalf("starter in a terminal: %v\n%s", err, out)
 		}
@@ -104,6 +104,26 @@ func TestStarterShowsProgress(t *testing.T) {
 		t.Logf("%d frames of the topics bar, finished counts drawn %v; last frame:\n%s", len(frames), seen, lastFrame(out))
 	})
 
+	// A pseudo-terminal of 0×0 (what `script -qc` often makes): mpb would draw nothing there,
+	// so the starter logs its progress lines.
+	t.Run("terminal of 0x0", func(t *testing.T) {
+		topics := ingestSequence("progress_tty0")
+		runCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		out, err := runInTerminal(e.starterCommand(runCtx, bin, append(args, "--scope", "sequence:progress_tty0")...), 0, 0)
+		if err != nil {
+			t.Fatalf("starter in a terminal of 0x0: %v\n%s", err, out)
+		}
+		if !regexp.MustCompile(`optimized\s+` + strconv.Itoa(topics) + `\r?\n`).MatchString(out) {
+			t.Fatalf("no summary with %d topics optimized:\n%s", topics, out)
+		}
+		lines := regexp.MustCompile(`msg="run progress" finished=(\d+) queued=`+strconv.Itoa(topics)).FindAllStringSubmatch(out, -1)
+		if len(lines) == 0 {
+			t.Errorf("no progress log lines on a terminal of 0x0:\n%q", out)
+		}
+		t.Logf("%d progress lines on a terminal of 0x0", len(lines))
+	})
+
 	t.Run("not a terminal", func(t *testing.T) {
 		topics := ingestSequence("progress_log")
 		runCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -136,10 +156,10 @@ func TestStarterShowsProgress(t *testing.T) {
 	})
 }
 
-// runInTerminal runs cmd with its standard streams on a pseudo-terminal of 40×160 and returns
-// what it wrote there.
-func runInTerminal(c *exec.Cmd) (string, error) {
-	tty, err := pty.StartWithSize(c, &pty.Winsize{Rows: 40, Cols: 160})
+// runInTerminal runs cmd with its standard streams on a pseudo-terminal of rows×cols and
+// returns what it wrote there.
+func runInTerminal(c *exec.Cmd, rows, cols uint16) (string, error) {
+	tty, err := pty.StartWithSize(c, &pty.Winsize{Rows: rows, Cols: cols})
 	if err != nil {
 		return "", err
 	}
