@@ -110,7 +110,7 @@ func (a *Activities) classify(locator string, err error) error {
 
 // EnqueueTopics rescans the catalog and queues every topic in the run's scope that needs a
 // compaction of the run's policy (catalog.Trigger: for full, finalized topics never optimized)
-// and is not quarantined; the result also reports the quarantined topics. Errors: ErrTypeInput
+// and is not quarantined; the result also reports the quarantined topics inside the scope. Errors: ErrTypeInput
 // for an unknown policy or scope term.
 func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (EnqueueTopicsResult, error) {
 	tr, err := in.trigger()
@@ -125,7 +125,7 @@ func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (
 	if err != nil {
 		return EnqueueTopicsResult{}, err
 	}
-	quarantined, listed, err := a.quarantineReport(ctx)
+	quarantined, listed, err := a.quarantineReport(ctx, tr.Scope)
 	if err != nil {
 		return EnqueueTopicsResult{}, err
 	}

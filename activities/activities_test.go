@@ -186,3 +186,37 @@ func TestLeaseSkipsTopicQuarantinedSinceListed(t *testing.T) {
 		t.Fatalf("direct lease: %+v, %v; want a lease", l, err)
 	}
 }
+
+// TestQuarantineReportKeepsToScope: a scoped run's EnqueueTopics and dry run (PlanTopics)
+// report only the quarantined topics inside the scope; an unscoped run reports them all.
+func TestQuarantineReportKeepsToScope(t *testing.T) {
+	a, ts := setup(t, 0, []ingest.TopicSpec{
+		{Path: "imu", Kind: ingest.IMU, Chunks: 2, RowsPerChunk: 10},
+		{Path: "gps", Kind: ingest.GPS, Chunks: 2, RowsPerChunk: 10},
+	})
+	ctx := context.Background()
+	for _, run := range []string{"r1", "r2", "r3"} {
+		if _, err := a.Catalog.RecordFailure(ctx, ts[0].TopicID, run, activities.ErrTypeInput, "chunk x: not a Parquet file", 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		scope []string
+		want  int
+	}{{nil, 1}, {[]string{"topic:" + ts[1].Locator}, 0}, {[]string{"topic:" + ts[0].Locator}, 1}, {[]string{"sequence:other"}, 0}} {
+		res, err := a.EnqueueTopics(ctx, activities.EnqueueTopicsInput{Scope: tc.scope})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Quarantined != tc.want || len(res.QuarantinedTopics) != tc.want {
+			t.Errorf("EnqueueTopics scope %v: quarantined %d %+v, want %d", tc.scope, res.Quarantined, res.QuarantinedTopics, tc.want)
+		}
+		plans, err := a.PlanTopics(ctx, activities.PlanTopicsInput{Scope: tc.scope})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plans.Quarantined != tc.want || len(plans.QuarantinedTopics) != tc.want {
+			t.Errorf("PlanTopics scope %v: quarantined %d %+v, want %d", tc.scope, plans.Quarantined, plans.QuarantinedTopics, tc.want)
+		}
+	}
+}

@@ -72,7 +72,7 @@ type PlanTopicsResult struct {
 	Topics           []TopicPlan
 	Listed           int
 	NextAfterTopicID int64
-	// Quarantined counts the quarantined topics (left out), QuarantinedTopics lists the first
+	// Quarantined counts the quarantined topics inside Scope (left out), QuarantinedTopics lists the first
 	// MaxReportedQuarantined; set on the first page only (AfterTopicID 0).
 	Quarantined       int
 	QuarantinedTopics []QuarantinedTopic `json:",omitempty"`
@@ -108,7 +108,7 @@ func (a *Activities) PlanTopics(ctx context.Context, in PlanTopicsInput) (PlanTo
 	}
 	res := PlanTopicsResult{Listed: len(topics), NextAfterTopicID: in.AfterTopicID}
 	if in.AfterTopicID == 0 {
-		if res.Quarantined, res.QuarantinedTopics, err = a.quarantineReport(ctx); err != nil {
+		if res.Quarantined, res.QuarantinedTopics, err = a.quarantineReport(ctx, tr.Scope); err != nil {
 			return res, err
 		}
 	}

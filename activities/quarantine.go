@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/storeopt/storeopt/policy"
 )
 
 // Quarantine: a topic whose optimization keeps failing the same way is quarantined in the
@@ -50,13 +52,14 @@ func (a *Activities) recordFailure(ctx context.Context, in ReleaseInput, token s
 	return rec.Failures, rec.QuarantinedAt != nil, nil
 }
 
-// quarantineReport returns how many topics are quarantined and the first MaxReportedQuarantined.
-func (a *Activities) quarantineReport(ctx context.Context) (int, []QuarantinedTopic, error) {
-	n, err := a.Catalog.QuarantinedCount(ctx)
+// quarantineReport returns how many topics inside the run's scope are quarantined and the first
+// MaxReportedQuarantined of them (the zero Scope = all topics).
+func (a *Activities) quarantineReport(ctx context.Context, scope policy.Scope) (int, []QuarantinedTopic, error) {
+	n, err := a.Catalog.QuarantinedCountIn(ctx, scope)
 	if err != nil || n == 0 {
 		return n, nil, err
 	}
-	recs, err := a.Catalog.Quarantined(ctx, 0, MaxReportedQuarantined)
+	recs, err := a.Catalog.QuarantinedIn(ctx, scope, 0, MaxReportedQuarantined)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -60,7 +60,7 @@ type EnqueueTopicsInput struct {
 type EnqueueTopicsResult struct {
 	Added  int
 	Queued int
-	// Quarantined counts the quarantined topics; QuarantinedTopics lists the first
+	// Quarantined counts the quarantined topics inside Scope; QuarantinedTopics lists the first
 	// MaxReportedQuarantined of them in topic ID order.
 	Quarantined       int
 	QuarantinedTopics []QuarantinedTopic

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/storeopt/storeopt/policy"
 )
 
 // DefaultQuarantineAfter is how many consecutive failures of a topic with the same error type and
@@ -128,11 +130,18 @@ func (c *Catalog) FailureOf(ctx context.Context, topicID int64) (FailureRecord, 
 // Quarantined returns up to limit quarantined topics with topic id > afterTopicID, in topic id
 // order (pass the last id of a page to get the next). limit must be positive.
 func (c *Catalog) Quarantined(ctx context.Context, afterTopicID int64, limit int) ([]FailureRecord, error) {
+	return c.QuarantinedIn(ctx, policy.Scope{}, afterTopicID, limit)
+}
+
+// QuarantinedIn is Quarantined limited to the topics inside scope (the zero Scope = all), the
+// same scope predicate EnqueueTopics uses. limit must be positive.
+func (c *Catalog) QuarantinedIn(ctx context.Context, scope policy.Scope, afterTopicID int64, limit int) ([]FailureRecord, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("catalog: quarantined topics: limit %d must be positive: %w", limit, ErrInvalid)
 	}
 	rows, _ := c.Pool.Query(ctx, `SELECT `+failureColumns+` FROM topic_failures f JOIN topics t ON t.id = f.topic_id
-		WHERE f.quarantined_at IS NOT NULL AND f.topic_id > $1 ORDER BY f.topic_id LIMIT $2`, afterTopicID, limit)
+		WHERE f.quarantined_at IS NOT NULL AND f.topic_id > $1 AND `+inScope("$3", "$4")+`
+		ORDER BY f.topic_id LIMIT $2`, afterTopicID, limit, scopeSequences(scope), scopeTopics(scope))
 	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[FailureRecord])
 	if err != nil {
 		return nil, fmt.Errorf("catalog: quarantined topics after %d: %w", afterTopicID, err)
@@ -142,8 +151,15 @@ func (c *Catalog) Quarantined(ctx context.Context, afterTopicID int64, limit int
 
 // QuarantinedCount returns the number of quarantined topics.
 func (c *Catalog) QuarantinedCount(ctx context.Context) (int, error) {
+	return c.QuarantinedCountIn(ctx, policy.Scope{})
+}
+
+// QuarantinedCountIn returns the number of quarantined topics inside scope (the zero Scope = all).
+func (c *Catalog) QuarantinedCountIn(ctx context.Context, scope policy.Scope) (int, error) {
 	var n int
-	if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM topic_failures WHERE quarantined_at IS NOT NULL`).Scan(&n); err != nil {
+	if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM topic_failures f JOIN topics t ON t.id = f.topic_id
+		WHERE f.quarantined_at IS NOT NULL AND `+inScope("$1", "$2"),
+		scopeSequences(scope), scopeTopics(scope)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("catalog: count quarantined topics: %w", err)
 	}
 	return n, nil

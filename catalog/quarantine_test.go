@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/policy"
 )
 
 const (
@@ -146,4 +147,49 @@ func TestClearAllQuarantines(t *testing.T) {
 	rec, err := f.c.FailureOf(ctx, h.topicID)
 	require.NoError(t, err)
 	require.Equal(t, 1, rec.Failures, "streaks below the threshold are kept")
+}
+
+// TestQuarantinedInScope: the scoped count and listing of quarantined topics keep only the
+// topics inside the scope (by topic locator or by sequence locator); the zero Scope keeps all.
+func TestQuarantinedInScope(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 1) // run_1/sensors/imu in sequence run_1
+	inRun1 := f.topicID
+	seq2, err := f.c.CreateSequence(ctx, "two1")
+	require.NoError(t, err)
+	inTwo1, err := f.c.CreateTopic(ctx, seq2, "two1/sensors/gps", "tp_OLD_two1", "parquet")
+	require.NoError(t, err)
+	f.withTopic(t, "run_1/sensors/camera", 1) // in scope "topic outside", never failed
+	for _, id := range []int64{inRun1, inTwo1} {
+		for _, run := range []string{"r1", "r2", "r3"} {
+			recordFailure(t, f.c, id, run, msgBad)
+		}
+	}
+	ids := func(recs []catalog.FailureRecord) []int64 {
+		out := []int64{}
+		for _, r := range recs {
+			out = append(out, r.TopicID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		scope policy.Scope
+		want  []int64
+	}{
+		{"all", policy.Scope{}, []int64{inRun1, inTwo1}},
+		{"topic outside", policy.Scope{Topics: []string{"run_1/sensors/camera"}}, []int64{}},
+		{"topic inside", policy.Scope{Topics: []string{"two1/sensors/gps"}}, []int64{inTwo1}},
+		{"sequence", policy.Scope{Sequences: []string{"two1"}}, []int64{inTwo1}},
+		{"other sequence", policy.Scope{Sequences: []string{"run_1"}}, []int64{inRun1}},
+		{"topic and sequence", policy.Scope{Sequences: []string{"two1"}, Topics: []string{"run_1/sensors/imu"}}, []int64{inRun1, inTwo1}},
+	} {
+		n, err := f.c.QuarantinedCountIn(ctx, tc.scope)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, len(tc.want), n, tc.name)
+		recs, err := f.c.QuarantinedIn(ctx, tc.scope, 0, 10)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.want, ids(recs), tc.name)
+	}
 }
