@@ -15,8 +15,9 @@ import (
 )
 
 // TestQuarantine: a topic with a corrupt chunk fails three runs in a row and is quarantined; the
-// fourth run leaves it out and reports it with its reason; `starter quarantine list` shows it and
-// `starter quarantine clear` re-enables it, so that the next run (chunk repaired) optimizes it.
+// fourth run leaves it out and reports it with its reason (a run scoped to another topic does
+// not); `starter quarantine list` shows it and `starter quarantine clear` re-enables it, so that
+// the next run (chunk repaired) optimizes it.
 func TestQuarantine(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -65,6 +66,15 @@ func TestQuarantine(t *testing.T) {
 	}
 	e.queueEmpty(t)
 	saveHistory(t, e.srv.Client, e.lastRun, "store-optimizer-quarantined")
+
+	// A run scoped away from quar/bad, and its dry run, do not report it.
+	for _, dry := range []bool{false, true} {
+		res := e.runPass(t, app.PassOptions{Scope: []string{"topic:quar/good"}, DryRun: dry})
+		if res.Quarantined != 0 || len(res.QuarantinedTopics) != 0 {
+			t.Fatalf("run scoped to quar/good (dry run %v) reports quarantined topics outside its scope: %d %+v",
+				dry, res.Quarantined, res.QuarantinedTopics)
+		}
+	}
 
 	out, code := e.starter(t, "quarantine", "list")
 	if code != 0 || !strings.Contains(out, "quar/bad") || !strings.Contains(out, key) {
