@@ -273,7 +273,13 @@ func (tp *topic) plan(t *testing.T, maxBytes int64) *plan.Plan {
 // layout returns the layout of the topic's first input.
 func (tp *topic) layout(t *testing.T) *parquetio.Layout {
 	t.Helper()
-	obj, err := store.OpenObject(context.Background(), tp.bucket, tp.inputs[0].ObjectKey)
+	return chunkLayout(t, tp.bucket, tp.inputs[0].ObjectKey)
+}
+
+// chunkLayout returns the layout (schema and footer values the outputs copy) of the chunk at key.
+func chunkLayout(t *testing.T, b *blob.Bucket, key string) *parquetio.Layout {
+	t.Helper()
+	obj, err := store.OpenObject(context.Background(), b, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,16 +184,7 @@ func testSkewedRows(t *testing.T, rowBytes int, mixed bool) {
 		t.Fatal(err)
 	}
 	p.FooterID = scans[0].Footer.ID
-	obj, err := store.OpenObject(ctx, b, inputs[0].ObjectKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := parquetio.Open(obj, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout := c.Layout()
-	c.Close()
+	layout := chunkLayout(t, b, inputs[0].ObjectKey)
 	var rows int64
 	lastTs := int64(-1)
 	for _, o := range p.Outputs {
@@ -329,16 +320,7 @@ func testHiddenHugeRows(t *testing.T, batchPayload int) {
 		t.Logf("refused: %v", err)
 		return
 	}
-	obj, err := store.OpenObject(ctx, b, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := parquetio.Open(obj, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout := c.Layout()
-	c.Close()
+	layout := chunkLayout(t, b, key)
 	for _, o := range p.Outputs {
 		pool.Allocator().ResetHighWater()
 		res, err := WriteOutput(ctx, Inputs{Bucket: b, Plan: p, Mem: pool.Allocator()}, o, store.ChunkKey(prefix+"X", o.Ordinal), layout, nil)
