@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -308,13 +307,8 @@ func runThroughput(ctx context.Context, cfg config, t throughputConfig, p throug
 	s.Env, s.Stdout, s.Stderr = env, io.Discard, os.Stderr
 	runErr := s.Run()
 	rep.Seconds = time.Since(start).Seconds()
-	rep.WorkerPeakRSSBytes = vmHWM(w.Process.Pid)
-	_ = w.Process.Signal(syscall.SIGTERM)
-	_ = w.Wait()
+	rep.WorkerPeakRSSBytes, rep.WorkerCPUSeconds = stopWorker(w)
 	stopped = true
-	if ru, ok := w.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		rep.WorkerCPUSeconds = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
-	}
 	if runErr != nil {
 		return rep, fmt.Errorf("starter store-optimizer: %w (is a Temporal server running at %s? scripts/dev-server.sh starts one)", runErr, cfg.temporalAddress)
 	}

@@ -105,13 +105,8 @@ func runWorkerJob(ctx context.Context, cfg config, d *dataset, dbURL string) (re
 	s.Env, s.Stdout, s.Stderr = env, os.Stderr, os.Stderr
 	runErr := s.Run()
 	m.Seconds = time.Since(start).Seconds()
-	m.PeakRSSBytes = vmHWM(w.Process.Pid)
-	_ = w.Process.Signal(syscall.SIGTERM)
-	_ = w.Wait()
+	m.PeakRSSBytes, m.CPUSeconds = stopWorker(w)
 	stopped = true
-	if ru, ok := w.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		m.CPUSeconds = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
-	}
 	cat, err := catalog.Open(ctx, dbURL)
 	if err != nil {
 		return res, m, err
@@ -140,6 +135,18 @@ func runWorkerJob(ctx context.Context, cfg config, d *dataset, dbURL string) (re
 		return res, m, fmt.Errorf("the pass did not switch the topic to new chunks")
 	}
 	return res, m, nil
+}
+
+// stopWorker stops the worker process w (SIGTERM, then waits for it) and returns its peak
+// resident set in bytes (read before it exits) and its CPU seconds (user + system).
+func stopWorker(w *exec.Cmd) (peakRSSBytes int64, cpuSeconds float64) {
+	peakRSSBytes = vmHWM(w.Process.Pid)
+	_ = w.Process.Signal(syscall.SIGTERM)
+	_ = w.Wait()
+	if ru, ok := w.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		cpuSeconds = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
+	}
+	return peakRSSBytes, cpuSeconds
 }
 
 // vmHWM returns the peak resident set size of process pid in bytes (0 when unknown).
