@@ -79,7 +79,7 @@ func optimizeTopic(a *activities.Activities, topicID int64, token string, maxChu
 
 // TestSeveralWritersGiveTheSameBytesAsOne writes one topic's plan once with one WriteChunks
 // activity per output chunk, all running at once, and once with a single activity for all of
-// them: every output chunk is byte-identical (DESIGN.md rule 5).
+// them: every output chunk is byte-identical (docs/design.md#deterministic-output).
 func TestSeveralWritersGiveTheSameBytesAsOne(t *testing.T) {
 	a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 30, RowsPerChunk: 300,
 		Overlap: 0.2, UnsortedFraction: 0.2, EqualTimestamps: true, NullTimestamps: 4}})

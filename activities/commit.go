@@ -16,11 +16,12 @@ import (
 	"github.com/storeopt/storeopt/verify"
 )
 
-// Commit copies the topic's metadata.json byte for byte into the fresh prefix, verifies the
-// staged output against the plan (DESIGN.md rule 6: rows, null timestamps, timestamp range,
-// content digests, every output's footer equal to the inputs', global order, every object
+// Commit copies the topic's metadata.json byte for byte into the fresh prefix, verifies the staged
+// output against the plan (docs/design.md#verify-before-commit: rows, null timestamps, timestamp
+// range, content digests, every output's footer equal to the inputs', global order, every object
 // present with its recorded size, every row of every chunk the commit replaces, as the catalog
-// holds it, taken by exactly one output) and switches the topic in one catalog transaction that also checks the lease and the planned chunk set (rule 4).
+// holds it, taken by exactly one output) and switches the topic in one catalog transaction that
+// also checks the lease and the planned chunk set (docs/design.md#commit-is-atomic-and-idempotent).
 // A retry after a successful commit returns AlreadyCommitted and changes nothing. Errors:
 // ErrTypeVerification, ErrTypeLeaseLost, ErrTypeChunkSetChanged; the topic is unchanged after any.
 func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, error) {

@@ -28,7 +28,7 @@ import (
 const maxPlanSamples = 256 << 10
 
 // scanParallelism is the number of input chunks scanned at once (2 cores: decoding two files at
-// once doubles throughput on tiny chunks, DESIGN.md).
+// once doubles throughput on tiny chunks, docs/design.md#arrow-go-facts).
 const scanParallelism = 2
 
 // ReadSortProgress is the heartbeat detail of ReadSort: selected chunks scanned so far, of all.

@@ -1,11 +1,12 @@
 package activities
 
 // Inputs and results of the activities. One struct per activity so fields can be added without
-// breaking running histories. Nothing here grows with the size of a topic (DESIGN.md rule 2): the
-// plan and the staged output stats live in PostgreSQL and are found by topic ID and run ID.
+// breaking running histories. Nothing here grows with the size of a topic
+// (docs/design.md#payloads-stay-small): the plan and the staged output stats live in PostgreSQL and
+// are found by topic ID and run ID.
 
-// Error types of non-retryable application errors (DESIGN.md rule 9). Workflows list them in
-// retry policies; tests match on them.
+// Error types of non-retryable application errors (docs/design.md#errors-are-typed). Workflows list
+// them in retry policies; tests match on them.
 const (
 	// ErrTypeInput: the topic's data is bad (corrupt or missing chunk, schema mismatch, no or
 	// wrong timestamp column, no chunks). Retrying cannot help.

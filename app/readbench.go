@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultReadParallelism is how many objects ReadObjects fetches and decodes at once (two keep
-// both cores of a small machine busy; DESIGN.md, arrow-go facts).
+// both cores of a small machine busy; docs/design.md#arrow-go-facts).
 const DefaultReadParallelism = 2
 
 // Record batch size of the benchmark reader: about readBatchBytes of uncompressed data, between 1

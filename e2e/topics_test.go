@@ -23,7 +23,8 @@ import (
 )
 
 // handSchema is the schema of hand-made topics: src_chunk and src_row record where each row was
-// ingested, so tests can check the tie order of equal timestamps (DESIGN.md rule 5).
+// ingested, so tests can check the tie order of equal timestamps
+// (docs/design.md#deterministic-output).
 func handSchema() *arrow.Schema {
 	md := arrow.NewMetadata([]string{"mosaico:ontology", "note"}, []string{"hand", "edge case"})
 	f := func(name string, t arrow.DataType, nullable bool, unit string) arrow.Field {

@@ -1,9 +1,10 @@
 // Package mempool is the memory pool that all activities of one worker share
-// (STOREOPT_MEMORY_POOL_SIZE, DESIGN.md rule 7). Work reserves room before it allocates: Reserve
-// blocks until enough of the pool is free, so concurrent activities wait for each other instead
-// of running the worker out of memory. Every Arrow buffer (record batches, Parquet read and write
-// buffers) is allocated through the pool's Allocator, which counts the bytes in use and their
-// high-water mark, so tests can check that reservations cover what is really allocated.
+// (STOREOPT_MEMORY_POOL_SIZE, docs/design.md#bounded-memory). Work reserves room before it
+// allocates: Reserve blocks until enough of the pool is free, so concurrent activities wait for
+// each other instead of running the worker out of memory. Every Arrow buffer (record batches,
+// Parquet read and write buffers) is allocated through the pool's Allocator, which counts the bytes
+// in use and their high-water mark, so tests can check that reservations cover what is really
+// allocated.
 package mempool
 
 import (

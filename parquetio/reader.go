@@ -25,7 +25,7 @@ import (
 )
 
 // TimestampColumn is the name of the required timestamp column (Int64 nanoseconds since the Unix
-// epoch, nullable allowed; DESIGN.md vocabulary).
+// epoch, nullable allowed; docs/design.md#vocabulary).
 const TimestampColumn = "timestamp_ns"
 
 // ArrowSchemaKey is the footer key-value entry in which Arrow writers store the Arrow schema.
@@ -90,7 +90,7 @@ func largestColumnChunk(md *metadata.FileMetaData) int64 {
 }
 
 // readerProperties raise the page size limits: other tools (DuckDB) write pages of 100 MB for
-// binary columns, which the defaults refuse (DESIGN.md, arrow-go facts).
+// binary columns, which the defaults refuse (docs/design.md#arrow-go-facts).
 func readerProperties(mem memory.Allocator, inMemory bool) *parquet.ReaderProperties {
 	props := parquet.NewReaderProperties(mem)
 	props.MaxCompressedPageSize = 1 << 30

@@ -8,10 +8,10 @@ import (
 	"fmt"
 )
 
-// Key is a position in a topic's global row order (DESIGN.md rule 5): timestamp_ns ascending,
-// null timestamps after every non-null one, ties broken by the input's position in catalog order
-// (ingestion order) and then by the row's index inside its input chunk. Every row of a topic has
-// a distinct Key.
+// Key is a position in a topic's global row order (docs/design.md#deterministic-output):
+// timestamp_ns ascending, null timestamps after every non-null one, ties broken by the input's
+// position in catalog order (ingestion order) and then by the row's index inside its input chunk.
+// Every row of a topic has a distinct Key.
 type Key struct {
 	Null  bool  `json:"n,omitempty"` // timestamp_ns is null
 	Ts    int64 `json:"t"`           // timestamp_ns, nanoseconds since the Unix epoch (0 when Null)

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// refCompare is the order of DESIGN.md rule 5 written as a tuple comparison.
+// refCompare is the order of docs/design.md#deterministic-output written as a tuple comparison.
 func refCompare(a, b Key) int {
 	tuple := func(k Key) [4]int64 {
 		if k.Null {

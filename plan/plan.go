@@ -117,7 +117,7 @@ type Totals struct {
 	MaxTs          *int64 `json:"max_ts,omitempty"`
 }
 
-// Plan is the description of an optimization's output (DESIGN.md vocabulary).
+// Plan is the description of an optimization's output (docs/design.md#vocabulary).
 type Plan struct {
 	Version int `json:"version"`
 	// Policy is the policy the plan applies ("" in version 2 plans: full) and Kind how outputs

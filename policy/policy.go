@@ -1,4 +1,4 @@
-// Package policy names storeopt's compaction policies and scopes (DESIGN.md vocabulary) and
+// Package policy names storeopt's compaction policies and scopes (docs/design.md#vocabulary) and
 // parses them from flags and workflow inputs. It is pure: workflows, activities, the catalog and
 // the starter share it.
 //

@@ -1,6 +1,6 @@
 // Package verify checks an optimization's output against its input before the catalog switch
-// (DESIGN.md rule 6): row counts, timestamp facts, an order-independent digest of every row's
-// contents, and the schema with all its metadata.
+// (docs/design.md#verify-before-commit): row counts, timestamp facts, an order-independent digest
+// of every row's contents, and the schema with all its metadata.
 package verify
 
 import (

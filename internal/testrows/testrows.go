@@ -1,6 +1,7 @@
 // Package testrows is the brute-force reader tests compare storeopt's window reads and
-// compactions with: it reads ingested chunks with plain pqarrow and orders rows by the rule of
-// DESIGN.md (timestamp_ns ascending, then ingestion order of the chunk, then stored row index).
+// compactions with: it reads ingested chunks with plain pqarrow and orders rows in the global
+// order of docs/design.md#deterministic-output (timestamp_ns ascending, then ingestion order of
+// the chunk, then stored row index).
 package testrows
 
 import (
