@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	"github.com/storeopt/storeopt/catalog"
@@ -39,14 +38,22 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 	if err := faults.Hit(ctx, faults.CommitBeforeTx); err != nil {
 		return res, err
 	}
-	// The plan says how the chunk set changes. A retry after a successful commit finds no plan
-	// (the commit deleted it) and is answered by the catalog from its optimization record.
-	spec := catalog.CommitSpec{Policy: policy.Full, ReplaceAll: true}
-	if p, err := a.loadPlan(ctx, topic, token); err == nil {
-		spec = commitSpec(p)
+	// The plan says how the chunk set changes, as the commit's transaction reads it: a plan
+	// replaced or dropped meanwhile is never committed with another's spec, and there is no
+	// default (docs/design.md#commit-is-atomic-and-idempotent). A retry after a successful
+	// commit is answered by the catalog from its optimization record before any plan is read;
+	// without a plan and without that record the commit fails (lease lost, or no plan).
+	var stored *plan.Plan
+	specOf := func(rec catalog.PlanRecord) (catalog.CommitSpec, error) {
+		p, err := decodePlan(rec)
+		if err != nil {
+			return catalog.CommitSpec{}, err
+		}
+		stored = p
+		return commitSpec(p), nil
 	}
-	cr, err := a.Catalog.CommitPlan(ctx, topic.ID, token, spec, func(rec catalog.PlanRecord, staged []catalog.StagedChunk) error {
-		return a.verifyStaged(ctx, rec, staged, &res)
+	cr, err := a.Catalog.CommitPlan(ctx, topic.ID, token, specOf, func(rec catalog.PlanRecord, staged []catalog.StagedChunk) error {
+		return a.verifyStaged(ctx, stored, rec, staged, &res)
 	})
 	if err != nil {
 		return CommitResult{}, a.classify(topic.Locator, err)
@@ -54,7 +61,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 	res.AlreadyCommitted = cr.AlreadyCommitted
 	res.OldPrefix, res.NewPrefix = cr.OldPrefix, cr.NewPrefix
 	res.InputChunks, res.OutputChunks = cr.InputChunks, cr.OutputChunks
-	a.recordCommit(string(spec.Policy), res) // the switch is done: counted even if the acknowledgement is lost
+	a.recordCommit(string(cr.Policy), res) // the switch is done: counted even if the acknowledgement is lost
 	if err := faults.Hit(ctx, faults.CommitAfterTx); err != nil {
 		return res, err // the retry finds it committed
 	}
@@ -72,11 +79,8 @@ func commitSpec(p *plan.Plan) catalog.CommitSpec {
 }
 
 // verifyStaged is the verification run inside the commit transaction.
-func (a *Activities) verifyStaged(ctx context.Context, rec catalog.PlanRecord, staged []catalog.StagedChunk, res *CommitResult) error {
-	var p plan.Plan
-	if err := json.Unmarshal(rec.Body, &p); err != nil {
-		return fmt.Errorf("%w: stored plan is unreadable: %v", catalog.ErrInvalid, err)
-	}
+// p is rec's body, decoded.
+func (a *Activities) verifyStaged(ctx context.Context, p *plan.Plan, rec catalog.PlanRecord, staged []catalog.StagedChunk, res *CommitResult) error {
 	facts := make([]verify.OutputFacts, len(staged))
 	for i, s := range staged {
 		if len(s.Digest) != 32+parquetio.FingerprintBytes {

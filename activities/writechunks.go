@@ -114,13 +114,22 @@ func (a *Activities) loadPlan(ctx context.Context, topic catalog.Topic, token st
 	if err != nil {
 		return nil, a.classify(topic.Locator, err)
 	}
+	p, err := decodePlan(rec)
+	if err != nil {
+		return nil, a.classify(topic.Locator, err)
+	}
+	return p, nil
+}
+
+// decodePlan decodes a stored plan's body; a body this worker cannot read is catalog.ErrInvalid.
+func decodePlan(rec catalog.PlanRecord) (*plan.Plan, error) {
 	var p plan.Plan
 	if err := json.Unmarshal(rec.Body, &p); err != nil {
-		return nil, a.classify(topic.Locator, fmt.Errorf("%w: stored plan is unreadable: %v", catalog.ErrInvalid, err))
+		return nil, fmt.Errorf("%w: stored plan is unreadable: %v", catalog.ErrInvalid, err)
 	}
 	if p.Version < plan.MinVersion || p.Version > plan.Version {
-		return nil, a.classify(topic.Locator, fmt.Errorf("%w: stored plan has version %d, this worker reads %d to %d",
-			catalog.ErrInvalid, p.Version, plan.MinVersion, plan.Version))
+		return nil, fmt.Errorf("%w: stored plan has version %d, this worker reads %d to %d",
+			catalog.ErrInvalid, p.Version, plan.MinVersion, plan.Version)
 	}
 	return &p, nil
 }

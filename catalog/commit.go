@@ -13,7 +13,7 @@ import (
 )
 
 // CommitSpec says how a commit changes the topic's chunk set; the activity derives it from the
-// run's plan.
+// run's plan, as CommitPlan reads it inside its transaction (PlanSpec).
 type CommitSpec struct {
 	// Policy is the policy the plan applied (resolved: not Auto); it is recorded.
 	Policy policy.Policy
@@ -29,10 +29,21 @@ type CommitSpec struct {
 	L1ShiftBy   int
 }
 
+// PlanSpec derives the CommitSpec of a commit from the run's plan, as CommitPlan reads it inside
+// its transaction, so that a plan replaced or dropped meanwhile is never committed with the
+// spec of another; its error aborts the commit.
+type PlanSpec func(plan PlanRecord) (CommitSpec, error)
+
+// Always returns the PlanSpec that gives s whatever the plan says, for callers that made the
+// plan themselves (tests of the catalog).
+func Always(s CommitSpec) PlanSpec {
+	return func(PlanRecord) (CommitSpec, error) { return s, nil }
+}
+
 // Commit is CommitPlan for a Full plan: the topic's whole chunk set is replaced.
 func (c *Catalog) Commit(ctx context.Context, topicID int64, fencingToken string,
 	verify func(plan PlanRecord, staged []StagedChunk) error) (CommitResult, error) {
-	return c.CommitPlan(ctx, topicID, fencingToken, CommitSpec{Policy: policy.Full, ReplaceAll: true}, verify)
+	return c.CommitPlan(ctx, topicID, fencingToken, Always(CommitSpec{Policy: policy.Full, ReplaceAll: true}), verify)
 }
 
 // CommitPlan switches the topic to the output of the run fencingToken, in one transaction:
@@ -40,9 +51,11 @@ func (c *Catalog) Commit(ctx context.Context, topicID int64, fencingToken string
 //  1. if the run already committed, it returns that commit's result with AlreadyCommitted set
 //     and changes nothing;
 //  2. the topic's queue row must be held by the run, else ErrLeaseLost;
-//  3. every input chunk of the plan must still be there (with spec.ReplaceAll: the topic's
+//  3. the run's plan is read (no plan is ErrNotFound: there is no default) and spec(plan) says
+//     how the chunk set changes (its error aborts the commit, returned wrapped);
+//     every input chunk of the plan must still be there (with spec.ReplaceAll: the topic's
 //     chunk_set_version and chunk IDs in catalog order must be exactly the plan's
-//     ChunkSetVersion and InputChunkIDs), else ErrChunkSetChanged; no plan is ErrNotFound;
+//     ChunkSetVersion and InputChunkIDs), else ErrChunkSetChanged;
 //  4. verify(plan, staged) is called inside the transaction with the staged chunks in output
 //     ordinal order; its error aborts the commit and is returned wrapped (errors.As works);
 //  5. the input chunk rows are deleted (their object keys recorded for cleanup unless
@@ -57,13 +70,10 @@ func (c *Catalog) Commit(ctx context.Context, topicID int64, fencingToken string
 //
 // The topic row is locked FOR NO KEY UPDATE, which does not block AddChunk: appends go on during
 // a commit. On any error nothing is changed. verify must not be nil.
-func (c *Catalog) CommitPlan(ctx context.Context, topicID int64, fencingToken string, spec CommitSpec,
+func (c *Catalog) CommitPlan(ctx context.Context, topicID int64, fencingToken string, spec PlanSpec,
 	verify func(plan PlanRecord, staged []StagedChunk) error) (CommitResult, error) {
-	if verify == nil {
-		return CommitResult{}, fmt.Errorf("catalog: commit topic %d: nil verify function: %w", topicID, ErrInvalid)
-	}
-	if spec.Policy == "" {
-		spec.Policy = policy.Full
+	if verify == nil || spec == nil {
+		return CommitResult{}, fmt.Errorf("catalog: commit topic %d: nil spec or verify function: %w", topicID, ErrInvalid)
 	}
 	var res CommitResult
 	err := c.inTx(ctx, func(tx pgx.Tx) error {
@@ -93,21 +103,23 @@ func (c *Catalog) CommitPlan(ctx context.Context, topicID int64, fencingToken st
 // committed returns the result of the run's earlier commit, if there was one.
 func committed(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken string) (CommitResult, bool, error) {
 	res := CommitResult{AlreadyCommitted: true}
-	err := tx.QueryRow(ctx, `SELECT old_prefix, new_prefix, input_chunks, output_chunks FROM optimizations
+	var pol string
+	err := tx.QueryRow(ctx, `SELECT old_prefix, new_prefix, input_chunks, output_chunks, policy FROM optimizations
 		WHERE topic_id = $1 AND fencing_token = $2`, topicID, fencingToken).
-		Scan(&res.OldPrefix, &res.NewPrefix, &res.InputChunks, &res.OutputChunks)
+		Scan(&res.OldPrefix, &res.NewPrefix, &res.InputChunks, &res.OutputChunks, &pol)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CommitResult{}, false, nil
 	}
 	if err != nil {
 		return CommitResult{}, false, fmt.Errorf("topic %d: look up earlier commit: %w", topicID, err)
 	}
+	res.Policy = policy.Policy(pol)
 	return res, true, nil
 }
 
 // switchTopic does steps 3 to 7 of CommitPlan; the caller holds the queue row lock.
 func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken string, lease queueRow,
-	spec CommitSpec, verify func(PlanRecord, []StagedChunk) error) (CommitResult, error) {
+	specOf PlanSpec, verify func(PlanRecord, []StagedChunk) error) (CommitResult, error) {
 	var version int64
 	var oldPrefix string
 	err := tx.QueryRow(ctx, `SELECT chunk_set_version, data_prefix FROM topics WHERE id = $1 FOR NO KEY UPDATE`, topicID).
@@ -121,6 +133,14 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 	plan, err := loadPlan(ctx, tx, topicID, fencingToken, false)
 	if err != nil {
 		return CommitResult{}, err
+	}
+	spec, err := specOf(plan)
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("topic %d: plan of run %q: %w", topicID, fencingToken, err)
+	}
+	if spec.Policy != policy.Full && spec.Policy != policy.Tiered && spec.Policy != policy.Leveled {
+		return CommitResult{}, fmt.Errorf("topic %d: plan of run %q: commit policy %q is not a resolved policy: %w",
+			topicID, fencingToken, spec.Policy, ErrInvalid)
 	}
 	if plan.Inputs, err = checkInputs(ctx, tx, topicID, plan, version, spec.ReplaceAll); err != nil {
 		return CommitResult{}, err
@@ -190,7 +210,8 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 	if err := deleteRunState(ctx, tx, topicID, fencingToken); err != nil {
 		return CommitResult{}, err
 	}
-	return CommitResult{OldPrefix: oldPrefix, NewPrefix: plan.FreshPrefix, InputChunks: len(plan.InputChunkIDs), OutputChunks: len(staged)}, nil
+	return CommitResult{OldPrefix: oldPrefix, NewPrefix: plan.FreshPrefix, InputChunks: len(plan.InputChunkIDs), OutputChunks: len(staged),
+		Policy: spec.Policy}, nil
 }
 
 // stagedAsChunk selects chunkFields from a staged chunk as the chunk row Commit inserts: at its

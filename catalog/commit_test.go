@@ -108,7 +108,7 @@ func TestCommit(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, catalog.CommitResult{
-		OldPrefix: "tp_OLD_run_1/sensors/imu", NewPrefix: "tp_NEW_run-A", InputChunks: 3, OutputChunks: 2,
+		OldPrefix: "tp_OLD_run_1/sensors/imu", NewPrefix: "tp_NEW_run-A", InputChunks: 3, OutputChunks: 2, Policy: policy.Full,
 	}, res)
 	p.Inputs = before.Chunks // verify sees the chunk rows the commit replaces: all of them
 	require.Equal(t, p, seenPlan)

@@ -164,7 +164,7 @@ func TestTieredCommitReplacesExactlyItsInputsWhileAppendsGoOn(t *testing.T) {
 	_, err := c.AddChunk(ctx, testChunk(topicID, 4, "tp_live_imu/data/00004.parquet"))
 	require.NoError(t, err)
 	var seenInputs []int64
-	res, err := c.CommitPlan(ctx, topicID, "run-T", catalog.CommitSpec{Policy: policy.Tiered},
+	res, err := c.CommitPlan(ctx, topicID, "run-T", catalog.Always(catalog.CommitSpec{Policy: policy.Tiered}),
 		func(plan catalog.PlanRecord, _ []catalog.StagedChunk) error {
 			for _, ch := range plan.Inputs {
 				seenInputs = append(seenInputs, ch.ID)
@@ -222,7 +222,7 @@ func TestCommitRefusesWhenAnInputIsGone(t *testing.T) {
 	require.NoError(t, err)
 	before, err := c.Chunks(ctx, topicID)
 	require.NoError(t, err)
-	_, err = c.CommitPlan(ctx, topicID, "run-A", catalog.CommitSpec{Policy: policy.Tiered}, acceptAll)
+	_, err = c.CommitPlan(ctx, topicID, "run-A", catalog.Always(catalog.CommitSpec{Policy: policy.Tiered}), acceptAll)
 	require.ErrorIs(t, err, catalog.ErrChunkSetChanged)
 	require.Contains(t, err.Error(), "2 of the plan's 3 input chunks")
 	after, err := c.Chunks(ctx, topicID)
@@ -237,7 +237,7 @@ func TestLeveledCommitShiftsTheSortedRun(t *testing.T) {
 	topicID, ids := liveTopic(t, c, "live", "imu", 100, 100, 100, 100, 100, 100)
 	// A first leveled compaction makes chunks 0..3 an L1 run of four chunks.
 	stage(t, c, topicID, "run-1", ids[:4], []int{0, 1, 2, 3})
-	_, err := c.CommitPlan(ctx, topicID, "run-1", catalog.CommitSpec{Policy: policy.Leveled}, acceptAll)
+	_, err := c.CommitPlan(ctx, topicID, "run-1", catalog.Always(catalog.CommitSpec{Policy: policy.Leveled}), acceptAll)
 	require.NoError(t, err)
 	chunks, err := c.Chunks(ctx, topicID)
 	require.NoError(t, err)
@@ -247,7 +247,7 @@ func TestLeveledCommitShiftsTheSortedRun(t *testing.T) {
 	inputs := []int64{chunks[1].ID, chunks[2].ID, chunks[4].ID, chunks[5].ID}
 	keptFirst, keptLast := chunks[0].ObjectKey, chunks[3].ObjectKey
 	stage(t, c, topicID, "run-2", inputs, []int{1, 2, 3})
-	_, err = c.CommitPlan(ctx, topicID, "run-2", catalog.CommitSpec{Policy: policy.Leveled, L1ShiftFrom: 3, L1ShiftBy: 1}, acceptAll)
+	_, err = c.CommitPlan(ctx, topicID, "run-2", catalog.Always(catalog.CommitSpec{Policy: policy.Leveled, L1ShiftFrom: 3, L1ShiftBy: 1}), acceptAll)
 	require.NoError(t, err)
 	chunks, err = c.Chunks(ctx, topicID)
 	require.NoError(t, err)
@@ -315,13 +315,13 @@ func TestTieredTriggerSkipsRollups(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, need, "four small ingested neighbours")
 	stage(t, c, topicID, "run-1", ids[:2], []int{0})
-	_, err = c.CommitPlan(ctx, topicID, "run-1", catalog.CommitSpec{Policy: policy.Tiered}, acceptAll)
+	_, err = c.CommitPlan(ctx, topicID, "run-1", catalog.Always(catalog.CommitSpec{Policy: policy.Tiered}), acceptAll)
 	require.NoError(t, err)
 	_, need, err = c.NeedsCompaction(ctx, topicID, tr)
 	require.NoError(t, err)
 	require.True(t, need, "chunks 2 and 3 are still joinable")
 	stage(t, c, topicID, "run-2", ids[2:], []int{2})
-	_, err = c.CommitPlan(ctx, topicID, "run-2", catalog.CommitSpec{Policy: policy.Tiered}, acceptAll)
+	_, err = c.CommitPlan(ctx, topicID, "run-2", catalog.Always(catalog.CommitSpec{Policy: policy.Tiered}), acceptAll)
 	require.NoError(t, err)
 	_, need, err = c.NeedsCompaction(ctx, topicID, tr)
 	require.NoError(t, err)

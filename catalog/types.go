@@ -161,6 +161,7 @@ type CommitResult struct {
 	NewPrefix        string
 	InputChunks      int
 	OutputChunks     int
+	Policy           policy.Policy // the policy the commit applied (recorded with the optimization)
 }
 
 // Optimization is one committed optimization of a topic (a row of the optimizations table).
