@@ -280,6 +280,16 @@ func (a *Activities) leased(ctx context.Context, topicID int64) (catalog.Topic, 
 // fault no retry can fix) is left to the cleanup routine. A failure whose ErrorType is one of
 // QuarantineErrorTypes is counted toward the topic's quarantine (once per run).
 func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResult, error) {
+	res, err := a.release(ctx, in)
+	if err != nil {
+		return res, err
+	}
+	a.recordRelease(in, res)
+	return res, nil
+}
+
+// release is Release without the metrics, which its callers record once their activity succeeds.
+func (a *Activities) release(ctx context.Context, in ReleaseInput) (ReleaseResult, error) {
 	_, token := run(ctx)
 	if err := faults.Hit(ctx, faults.ReleaseBefore); err != nil {
 		return ReleaseResult{}, err
@@ -312,6 +322,5 @@ func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResul
 	logger(ctx).Info("Lease released", "topicID", in.TopicID, "released", res.Released,
 		"deletedObjects", res.DeletedObjects, "reason", in.Reason, "failures", res.Failures,
 		"quarantined", res.Quarantined)
-	a.recordRelease(in, res)
 	return res, nil
 }

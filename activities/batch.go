@@ -11,7 +11,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/metrics"
+	"github.com/storeopt/storeopt/store"
 )
 
 // Outcomes of one topic of an OptimizeSmallTopics batch (SmallTopicResult.Outcome).
@@ -25,7 +27,16 @@ const (
 	// optimizes it through a topic workflow of its own, whose workflow ID tells a running
 	// optimization (skipped) from a lease left behind (taken over).
 	OutcomeLeased = "leased"
+	// OutcomeGivenBack: a step of the topic failed with a retryable error; its partial output
+	// was deleted and its lease given back (the topic stays queued, nothing counts toward
+	// quarantine). The workflow retries it in a topic workflow of its own, whose activities
+	// Temporal retries, while the batch went on with the other topics.
+	OutcomeGivenBack = "given-back"
 )
+
+// ErrTypeBatchFault is the error type of an injected fault that fails a batch for good
+// (faults.BatchTopicStart, in builds with fault injection only).
+const ErrTypeBatchFault = "StoreoptInjectedBatchFault"
 
 // SmallTopic is one topic of a batch: its ID and locator.
 type SmallTopic struct {
@@ -74,13 +85,19 @@ type OptimizeSmallTopicsResult struct {
 // batch gets each lease back; a topic this run already committed (a retry after a crash) is
 // reported optimized from its optimization record. A topic whose lease another run holds is
 // left alone (OutcomeLeased). A step's non-retryable error fails only its topic (released,
-// counted toward quarantine as usual) and the batch goes on; any other error (an unreachable
-// catalog, say) fails the batch, which Temporal retries. After a cancellation the topic in hand
-// is released and the batch returns the cancellation.
+// counted toward quarantine as usual) and a step's retryable error gives only its topic back
+// (OutcomeGivenBack): the batch goes on either way. An error that concerns the whole batch (the
+// catalog unreachable, so that the topic cannot even be given back) fails the batch, which
+// Temporal retries; once its attempts are spent the workflow releases its topics
+// (ReleaseSmallTopics). After a cancellation the topic in hand is released and the batch returns
+// the cancellation.
 func (a *Activities) OptimizeSmallTopics(ctx context.Context, in OptimizeSmallTopicsInput) (OptimizeSmallTopicsResult, error) {
 	out := OptimizeSmallTopicsResult{Topics: make([]SmallTopicResult, 0, len(in.Topics))}
 	for i, t := range in.Topics {
 		activity.RecordHeartbeat(ctx, i)
+		if err := faults.Hit(ctx, faults.BatchTopicStart); err != nil {
+			return out, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBatchFault, nil)
+		}
 		r, err := a.optimizeSmallTopic(ctx, in, t)
 		if err != nil {
 			return out, err
@@ -91,7 +108,8 @@ func (a *Activities) OptimizeSmallTopics(ctx context.Context, in OptimizeSmallTo
 }
 
 // optimizeSmallTopic runs the steps of one topic of a batch. It returns an error only for what
-// fails the batch: a retryable error or a cancellation.
+// fails the batch: a catalog error outside the steps, a topic that cannot be given back or a
+// cancellation.
 func (a *Activities) optimizeSmallTopic(ctx context.Context, in OptimizeSmallTopicsInput, t SmallTopic) (SmallTopicResult, error) {
 	res := SmallTopicResult{TopicID: t.TopicID, Locator: t.Locator, Policy: in.Policy}
 	_, token := run(ctx)
@@ -187,9 +205,9 @@ func (a *Activities) committedByThisRun(ctx context.Context, res SmallTopicResul
 }
 
 // smallTopicFailed handles the error of one step: a cancellation releases the topic and fails the
-// batch, as does (without a release: the retry goes on with the same lease) a retryable error; a
-// lease another run took over is a skip; any other non-retryable error fails the topic, which is
-// released with the error (counted toward quarantine).
+// batch; a retryable error gives the topic back (giveBack); a lease another run took over is a
+// skip; any other non-retryable error fails the topic, which is released with the error (counted
+// toward quarantine).
 func (a *Activities) smallTopicFailed(ctx context.Context, res SmallTopicResult, step string, err error) (SmallTopicResult, error) {
 	if ctx.Err() != nil {
 		rctx := context.WithoutCancel(ctx)
@@ -199,7 +217,7 @@ func (a *Activities) smallTopicFailed(ctx context.Context, res SmallTopicResult,
 	}
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || !(appErr.NonRetryable() || slices.Contains(NonRetryableErrorTypes, appErr.Type())) {
-		return res, err
+		return a.giveBack(ctx, res, step, err)
 	}
 	if appErr.Type() == ErrTypeLeaseLost {
 		res.Outcome = OutcomeSkipped
@@ -215,4 +233,116 @@ func (a *Activities) smallTopicFailed(ctx context.Context, res SmallTopicResult,
 	_, rerr := a.Release(ctx, ReleaseInput{TopicID: res.TopicID, Reason: step + " failed: " + appErr.Message(),
 		Policy: res.Policy, ErrorType: appErr.Type(), Error: appErr.Message()})
 	return res, rerr
+}
+
+// giveBack hands a topic whose step failed with a retryable error back to the run, so that the
+// error retries that topic only (docs/design.md#one-bad-topic-never-stops-a-run): the partial
+// output under its fresh prefix is deleted while the lease is still ours, then the lease is
+// given back with the topic left queued (catalog.GiveBackLease); nothing counts toward
+// quarantine or the metrics, which the topic workflow that retries it records. A give-back that
+// fails itself (the catalog or the store unreachable: a fault of the whole batch, not of the
+// topic) fails the batch with the step's error, and Temporal retries the batch.
+func (a *Activities) giveBack(ctx context.Context, res SmallTopicResult, step string, err error) (SmallTopicResult, error) {
+	_, token := run(ctx)
+	lease, lerr := a.Catalog.LeaseOf(ctx, res.TopicID)
+	switch {
+	case lerr == nil && lease.FencingToken == token && lease.FreshPrefix != "":
+		if _, derr := store.DeletePrefix(ctx, a.Bucket, lease.FreshPrefix); derr != nil {
+			if _, ok := storeFaultOf(derr); !ok {
+				logger(ctx).Warn("Topic not given back: its partial output could not be deleted", "topic", res.Locator,
+					"prefix", lease.FreshPrefix, "error", derr)
+				return res, err
+			}
+			// As in Release: once the lease is given back nothing references the prefix, and
+			// the cleanup routine deletes it after the retention period, once the store lets it.
+			logger(ctx).Warn("Partial output left to the cleanup routine: the store refuses to delete it",
+				"prefix", lease.FreshPrefix, "error", a.classify(res.Locator, derr))
+		}
+	case lerr != nil && !errors.Is(lerr, catalog.ErrNotFound):
+		logger(ctx).Warn("Topic not given back: its lease could not be read", "topic", res.Locator, "error", lerr)
+		return res, err
+	}
+	if _, _, gerr := a.Catalog.GiveBackLease(ctx, res.TopicID, token); gerr != nil {
+		logger(ctx).Warn("Topic not given back", "topic", res.Locator, "error", gerr)
+		return res, err
+	}
+	res.Outcome, res.Step, res.Error = OutcomeGivenBack, step, err.Error()
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		res.ErrorType, res.Error = appErr.Type(), appErr.Message()
+	}
+	logger(ctx).Warn("Topic given back after a retryable error: a topic workflow of its own retries it",
+		"topic", res.Locator, "step", step, "error", err)
+	return res, nil
+}
+
+// ReleaseSmallTopicsInput is the input of ReleaseSmallTopics: the topics of a batch that failed
+// as a whole, the run's policy, and the batch's error as Release takes it (ReleaseInput).
+type ReleaseSmallTopicsInput struct {
+	Topics    []SmallTopic
+	Policy    string
+	Reason    string
+	ErrorType string
+	Error     string
+	Canceled  bool
+}
+
+// ReleaseSmallTopicsResult has one result per input topic, in input order: OutcomeOptimized (with
+// Commit) for a topic the run committed before its batch failed, else OutcomeFailed with the
+// batch's error.
+type ReleaseSmallTopicsResult struct {
+	Topics []SmallTopicResult
+}
+
+// ReleaseSmallTopics ends the topics of a batch that failed as a whole (its attempts spent, timed
+// out or canceled), as Release ends a topic workflow's: for each topic the calling run still
+// holds the lease of, it deletes the partial output (the fresh prefix) and drops the lease;
+// every topic the run did not commit is counted as failed with the batch's error (toward
+// quarantine, for its error types, and in the metrics) — after a cancellation only those it held
+// the lease of, as a canceled run counts only the topics in flight. A topic the run committed
+// before the failure is reported optimized (a commit records its own metrics). Metrics are
+// recorded once every topic is done, so a retried call counts each topic once. Release's rules
+// hold: a lease taken over or committed is left alone, so no prefix the catalog references is
+// deleted (docs/design.md#leases).
+func (a *Activities) ReleaseSmallTopics(ctx context.Context, in ReleaseSmallTopicsInput) (ReleaseSmallTopicsResult, error) {
+	_, token := run(ctx)
+	type released struct {
+		in  ReleaseInput
+		res ReleaseResult
+	}
+	var ended []released
+	out := ReleaseSmallTopicsResult{Topics: make([]SmallTopicResult, 0, len(in.Topics))}
+	for i, t := range in.Topics {
+		heartbeat(ctx, i)
+		res := SmallTopicResult{TopicID: t.TopicID, Locator: t.Locator, Policy: in.Policy}
+		done, err := a.committedByThisRun(ctx, res, token)
+		if err != nil {
+			return out, err
+		}
+		if done.Outcome == OutcomeOptimized {
+			out.Topics = append(out.Topics, done)
+			continue
+		}
+		res.Outcome, res.Step, res.ErrorType, res.Error = OutcomeFailed, "batch", in.ErrorType, in.Error
+		out.Topics = append(out.Topics, res)
+		if in.Canceled {
+			l, err := a.Catalog.LeaseOf(ctx, t.TopicID)
+			if errors.Is(err, catalog.ErrNotFound) || (err == nil && l.FencingToken != token) {
+				continue
+			} else if err != nil {
+				return out, err
+			}
+		}
+		rin := ReleaseInput{TopicID: t.TopicID, Reason: in.Reason, ErrorType: in.ErrorType, Error: in.Error,
+			Policy: in.Policy, Canceled: in.Canceled}
+		rres, err := a.release(ctx, rin)
+		if err != nil {
+			return out, err
+		}
+		ended = append(ended, released{rin, rres})
+	}
+	for _, e := range ended {
+		a.recordRelease(e.in, e.res)
+	}
+	return out, nil
 }

@@ -287,6 +287,36 @@ func (c *Catalog) ReleaseLease(ctx context.Context, topicID int64, fencingToken 
 	return released, freshPrefix, nil
 }
 
+// GiveBackLease gives up the run's lease but keeps the topic queued: if the topic's queue row is
+// held by fencingToken, it deletes the run's plan and staged chunks and clears the row's lease in
+// one transaction, so that another optimization (a topic workflow of its own) leases it afresh,
+// and returns given=true with the run's fresh prefix (whose objects the caller deletes first,
+// while the lease is still ours). If the row is gone or held by another run, nothing changes.
+func (c *Catalog) GiveBackLease(ctx context.Context, topicID int64, fencingToken string) (given bool, freshPrefix string, err error) {
+	err = c.inTx(ctx, func(tx pgx.Tx) error {
+		row, found, err := lockQueueRow(ctx, tx, topicID, true)
+		if err != nil || !found || row.token != fencingToken || fencingToken == "" {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM plans WHERE topic_id = $1 AND fencing_token = $2`, topicID, fencingToken); err != nil {
+			return fmt.Errorf("topic %d: delete plan of run %q: %w", topicID, fencingToken, err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM staged_chunks WHERE topic_id = $1 AND fencing_token = $2`, topicID, fencingToken); err != nil {
+			return fmt.Errorf("topic %d: delete staged chunks of run %q: %w", topicID, fencingToken, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE optimization_queue SET lease_owner = NULL, fencing_token = NULL,
+			fresh_prefix = NULL, leased_at = NULL WHERE topic_id = $1`, topicID); err != nil {
+			return fmt.Errorf("topic %d: clear lease: %w", topicID, err)
+		}
+		given, freshPrefix = true, row.freshPrefix
+		return nil
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("catalog: give back lease on topic %d for run %q: %w", topicID, fencingToken, err)
+	}
+	return given, freshPrefix, nil
+}
+
 // deleteRunState deletes the topic's queue row and the run's plan and staged chunks.
 func deleteRunState(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken string) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM plans WHERE topic_id = $1 AND fencing_token = $2`, topicID, fencingToken); err != nil {

@@ -208,6 +208,43 @@ func TestReleaseLease(t *testing.T) {
 	require.False(t, released, "releasing twice does nothing")
 }
 
+// TestGiveBackLease: giving back a lease drops the run's plan and staged chunks and clears the
+// lease, but keeps the topic queued, so that another run leases it afresh; a foreign token
+// changes nothing.
+func TestGiveBackLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	l := f.lease(t, "run-A")
+	f.planAndStage(t, l, 2)
+	before := f.state(t, "run-A")
+
+	given, prefix, err := f.c.GiveBackLease(ctx, f.topicID, "run-OTHER")
+	require.NoError(t, err)
+	require.False(t, given)
+	require.Empty(t, prefix)
+	require.Equal(t, before, f.state(t, "run-A"), "a foreign token changes nothing")
+
+	given, prefix, err = f.c.GiveBackLease(ctx, f.topicID, "run-A")
+	require.NoError(t, err)
+	require.True(t, given)
+	require.Equal(t, "tp_NEW_run-A", prefix)
+	after := f.state(t, "run-A")
+	require.Contains(t, after.LeaseErr, "queued but not leased")
+	require.Equal(t, 1, after.QueueLength, "the topic stays queued")
+	require.Contains(t, after.PlanErr, "no plan")
+	require.Empty(t, after.Staged)
+	require.Equal(t, before.Chunks, after.Chunks, "chunks untouched")
+	require.Equal(t, before.Topic, after.Topic, "topic untouched")
+
+	given, _, err = f.c.GiveBackLease(ctx, f.topicID, "run-A")
+	require.NoError(t, err)
+	require.False(t, given, "giving back twice does nothing")
+	l2 := f.lease(t, "run-B")
+	require.Equal(t, "run-B", l2.FencingToken)
+	require.Empty(t, l2.PreviousFreshPrefix, "the next lease has no earlier output to delete")
+}
+
 // TestQueueBytesAndTotals: a queued topic's Bytes is the sum of its chunks' object sizes (all
 // L0 here), and QueueTotals counts and sums what ListQueuedFor lists for a policy and scope.
 func TestQueueBytesAndTotals(t *testing.T) {

@@ -65,6 +65,12 @@ var GoroutinePoints = []string{ReadSortScan, WriteChunksMerge, WriteChunksEncode
 // here slows the upload down so that a test can kill the worker in its middle.
 const WriteChunksUploading = "write-chunks.uploading"
 
+// BatchTopicStart is hit by OptimizeSmallTopics before each topic of a batch. Its error fails the
+// batch for good (a non-retryable error), as a batch whose attempts are all spent would fail, so
+// that a test sees what a batch failing as a whole leaves. It is not in Points: only runs with
+// batches of tiny topics reach it.
+const BatchTopicStart = "batch.topic-start"
+
 // Points lists every point, for suites that try each one.
 var Points = []string{LeaseAfter, ReadSortStart, ReadSortBeforeSave, WriteChunksBeforeWrite,
 	WriteChunksAfterWrite, WriteChunksAfterStage, CommitBeforeTx, CommitAfterTx, ReleaseBefore,

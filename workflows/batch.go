@@ -14,8 +14,15 @@ import (
 // BatchTopicBytes (and MaxChunkSizeBytes) BatchTopics at a time in one OptimizeSmallTopics
 // activity instead of a topic workflow each, so that a run over thousands of tiny topics spends
 // a few history events per topic rather than a workflow with its own history. Each topic is
-// still verified and switched atomically by Commit; a topic another run holds the lease of is
-// handed to a topic workflow of its own.
+// still verified and switched atomically by Commit; a topic another run holds the lease of, or
+// one that a step's retryable error gave back, is handed to a topic workflow of its own. A batch
+// that fails as a whole has its topics released by ReleaseSmallTopics
+// (docs/design.md#batches-of-tiny-topics).
+
+// batchReleaseChange is the workflow.GetVersion change ID of ReleaseSmallTopics after a batch
+// failed as a whole (version 1): executions recorded before it record the batch's topics failed
+// and release nothing, as they did.
+const batchReleaseChange = "batch-release"
 
 // tinyTopic reports whether a queued topic is optimized in a batch.
 func (r *storeRun) tinyTopic(t activities.QueuedTopic) bool {
@@ -58,13 +65,56 @@ func (r *storeRun) flushBatch(ctx workflow.Context, w *windows) {
 	w.add(true, f, func(f workflow.Future) {
 		var res activities.OptimizeSmallTopicsResult
 		err := f.Get(ctx, &res)
+		if err != nil && workflow.GetVersion(ctx, batchReleaseChange, workflow.DefaultVersion, 1) == 1 {
+			r.releaseBatch(ctx, w, topics, in.Topics, err)
+			return
+		}
 		r.batchDone(ctx, w, topics, res, err)
 	})
 }
 
+// releaseBatch ends the topics of a batch that failed as a whole (cause: its retries spent, a
+// timeout, a cancellation): ReleaseSmallTopics, from a disconnected context so that it also runs
+// after a cancel, deletes the partial output and drops the lease of every topic the run still
+// holds, and counts them failed with the batch's error (metrics, quarantine), as a topic
+// workflow's Release does. The release keeps the batch's slot of the window; once it is done,
+// each topic is recorded: optimized when the run committed it before the failure, else failed
+// with the batch's error. A failed release is logged, and the topics are recorded failed.
+func (r *storeRun) releaseBatch(ctx workflow.Context, w *windows, topics []activities.QueuedTopic,
+	batch []activities.SmallTopic, cause error) {
+	in := activities.ReleaseSmallTopicsInput{Topics: batch, Policy: r.in.Policy, Canceled: ctx.Err() != nil,
+		Reason: "batch failed: " + causeMessage(cause)}
+	var appErr *temporal.ApplicationError
+	switch {
+	case in.Canceled:
+		in.Reason = "batch canceled"
+	case errors.As(cause, &appErr):
+		in.ErrorType, in.Error = appErr.Type(), appErr.Message()
+	}
+	rctx, _ := workflow.NewDisconnectedContext(ctx)
+	actx := withSummary(withBatchReleaseOptions(rctx), "",
+		fmt.Sprintf("release %d small topics from %s (%s)", len(topics), topics[0].Locator, readablePrefix(in.Reason, 80)), "")
+	f := workflow.ExecuteActivity(actx, a.ReleaseSmallTopics, in)
+	w.add(true, f, func(f workflow.Future) {
+		var released activities.ReleaseSmallTopicsResult
+		if err := f.Get(rctx, &released); err != nil {
+			r.logger.Error("Release of a failed batch failed; its topics stay leased until the next run takes them over",
+				"Topics", len(topics), "From", topics[0].Locator, "Error", err)
+		}
+		var res activities.OptimizeSmallTopicsResult
+		for _, t := range released.Topics {
+			if t.Outcome == activities.OutcomeOptimized {
+				res.Topics = append(res.Topics, t)
+			}
+		}
+		r.batchDone(ctx, w, topics, res, cause)
+	})
+}
+
 // batchDone records the outcome of every topic of a finished batch. A topic another run held
-// the lease of gets a topic workflow of its own now; a batch that failed as a whole (its retries
-// spent, or canceled) fails each of its topics without a result.
+// the lease of, or one given back after a retryable error, gets a topic workflow of its own now;
+// a batch that failed as a whole (its retries spent, or canceled) fails each of its topics
+// without a result.
 func (r *storeRun) batchDone(ctx workflow.Context, w *windows, topics []activities.QueuedTopic,
 	res activities.OptimizeSmallTopicsResult, err error) {
 	results := map[int64]activities.SmallTopicResult{}
@@ -80,7 +130,11 @@ func (r *storeRun) batchDone(ctx workflow.Context, w *windows, topics []activiti
 				err = errors.New("the batch returned no result for the topic")
 			}
 			r.record(ctx, topic.Locator, OptimizeTopicResult{}, topicFailure(topic.Locator, &stepError{step: "batch", err: err}))
-		case t.Outcome == activities.OutcomeLeased:
+		case t.Outcome == activities.OutcomeLeased, t.Outcome == activities.OutcomeGivenBack:
+			if t.Outcome == activities.OutcomeGivenBack {
+				r.logger.Warn("Topic given back by its batch after a retryable error: retried in a topic workflow",
+					"TopicLocator", topic.Locator, "Step", t.Step, "Error", t.Error)
+			}
 			if r.mayStart(ctx, 1) {
 				w.add(true, r.startTopic(ctx, topic), r.topicDone(ctx, topic))
 			}

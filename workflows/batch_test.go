@@ -2,11 +2,14 @@ package workflows
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/storeopt/storeopt/activities"
@@ -75,4 +78,119 @@ func TestStoreOptimizerBatchesTinyTopics(t *testing.T) {
 	require.NoError(t, v.Get(&p))
 	require.Equal(t, 8, p.Finished)
 	require.Zero(t, p.InFlight)
+}
+
+// mockBatches mocks OptimizeSmallTopics: a batch whose first topic is failFrom fails as a whole
+// with cause; any other batch optimizes each topic, except those in givenBack, which it gives back.
+func mockBatches(env *testsuite.TestWorkflowEnvironment, failFrom string, cause error, givenBack ...string) {
+	env.OnActivity(a.OptimizeSmallTopics, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.OptimizeSmallTopicsInput) (activities.OptimizeSmallTopicsResult, error) {
+			if in.Topics[0].Locator == failFrom {
+				return activities.OptimizeSmallTopicsResult{}, cause
+			}
+			var res activities.OptimizeSmallTopicsResult
+			for _, tp := range in.Topics {
+				r := activities.SmallTopicResult{TopicID: tp.TopicID, Locator: tp.Locator, Outcome: activities.OutcomeOptimized,
+					Commit: activities.CommitResult{InputChunks: 3, OutputChunks: 1, Rows: 1}}
+				if slices.Contains(givenBack, tp.Locator) {
+					r = activities.SmallTopicResult{TopicID: tp.TopicID, Locator: tp.Locator, Outcome: activities.OutcomeGivenBack,
+						Step: "write-chunks group 0", Error: "topic " + tp.Locator + ": store read: connection reset"}
+				}
+				res.Topics = append(res.Topics, r)
+			}
+			return res, nil
+		})
+}
+
+// TestStoreOptimizerReleasesAFailedBatch: a batch that fails as a whole (here with a
+// non-retryable error, as after its last attempt) has exactly its topics released by one
+// ReleaseSmallTopics with the batch's error, from a disconnected context; the topic the run
+// committed before the failure is counted optimized, the others failed with the batch's error.
+// The other batch's topics are released by no one.
+func TestStoreOptimizerReleasesAFailedBatch(t *testing.T) {
+	env := newTestEnv(t)
+	q := newQueue("seq/t1", "seq/t2", "seq/t3", "seq/t4", "seq/t5")
+	q.install(env)
+	cause := temporal.NewNonRetryableApplicationError("topic seq/t1: catalog: connection refused", "CatalogDown", nil)
+	mockBatches(env, "seq/t1", cause)
+	var mu sync.Mutex
+	var released []activities.ReleaseSmallTopicsInput
+	env.OnActivity(a.ReleaseSmallTopics, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReleaseSmallTopicsInput) (activities.ReleaseSmallTopicsResult, error) {
+			mu.Lock()
+			released = append(released, in)
+			mu.Unlock()
+			var res activities.ReleaseSmallTopicsResult
+			for i, tp := range in.Topics {
+				r := activities.SmallTopicResult{TopicID: tp.TopicID, Locator: tp.Locator, Outcome: activities.OutcomeFailed}
+				if i == 0 {
+					r.Outcome, r.Commit = activities.OutcomeOptimized, activities.CommitResult{AlreadyCommitted: true, Rows: 9}
+				}
+				res.Topics = append(res.Topics, r)
+			}
+			return res, nil
+		})
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxChunkSizeBytes: 5000, BatchTopics: 3})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res StoreOptimizerResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, []activities.ReleaseSmallTopicsInput{{
+		Topics:    []activities.SmallTopic{{TopicID: 10, Locator: "seq/t1"}, {TopicID: 20, Locator: "seq/t2"}, {TopicID: 30, Locator: "seq/t3"}},
+		Reason:    "batch failed: topic seq/t1: catalog: connection refused",
+		ErrorType: "CatalogDown", Error: "topic seq/t1: catalog: connection refused",
+	}}, released)
+	require.Equal(t, 3, res.Optimized, "t1 (committed before the failure), t4 and t5")
+	require.Equal(t, int64(9+1+1), res.Rows)
+	require.Equal(t, []TopicFailure{
+		{Locator: "seq/t2", Error: "topic seq/t2: batch: topic seq/t1: catalog: connection refused"},
+		{Locator: "seq/t3", Error: "topic seq/t3: batch: topic seq/t1: catalog: connection refused"},
+	}, res.Failures)
+}
+
+// TestStoreOptimizerFailedBatchOfOldHistory: executions recorded before batchReleaseChange
+// release nothing after a failed batch (no new command) and fail each of its topics.
+func TestStoreOptimizerFailedBatchOfOldHistory(t *testing.T) {
+	env := newTestEnv(t)
+	q := newQueue("seq/t1", "seq/t2")
+	q.install(env)
+	env.OnGetVersion(batchReleaseChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	mockBatches(env, "seq/t1", temporal.NewNonRetryableApplicationError("catalog: connection refused", "CatalogDown", nil))
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxChunkSizeBytes: 5000, BatchTopics: 3})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res StoreOptimizerResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 2, res.Failed)
+	require.Zero(t, res.Optimized)
+}
+
+// TestStoreOptimizerRetriesAGivenBackTopic: a topic its batch gave back after a retryable error
+// is optimized by a topic workflow of its own; its batch mates are counted from the batch, and
+// nothing is released or failed.
+func TestStoreOptimizerRetriesAGivenBackTopic(t *testing.T) {
+	env := newTestEnv(t)
+	q := newQueue("seq/t1", "seq/t2", "seq/t3")
+	q.install(env)
+	mockBatches(env, "", nil, "seq/t2")
+	var mu sync.Mutex
+	var children []string
+	mockChildren(env, func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
+		mu.Lock()
+		children = append(children, in.Locator)
+		mu.Unlock()
+		return childResult(in), nil
+	})
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxChunkSizeBytes: 5000, BatchTopics: 3})
+
+	require.NoError(t, env.GetWorkflowError())
+	var res StoreOptimizerResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, []string{"seq/t2"}, children)
+	require.Equal(t, 3, res.Optimized)
+	require.Zero(t, res.Failed)
+	require.Equal(t, int64(1+20+1), res.Rows, "t1 and t3 from the batch, t2 from its child (its topic ID)")
 }

@@ -82,3 +82,14 @@ func withReleaseOptions(ctx workflow.Context) workflow.Context {
 		RetryPolicy:            retryPolicy(0),
 	})
 }
+
+// withBatchReleaseOptions sets the options of ReleaseSmallTopics, Release for each topic of a
+// failed batch: as withReleaseOptions, with time for a batch's topics (it heartbeats per topic).
+func withBatchReleaseOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    10 * time.Minute,
+		HeartbeatTimeout:       time.Minute,
+		ScheduleToCloseTimeout: 30 * time.Minute,
+		RetryPolicy:            retryPolicy(0),
+	})
+}
