@@ -93,6 +93,13 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.DryRun == nil || res.DryRun.Planned != 0 {
 		t.Errorf("dry run with --min-chunks 100: exit %d, %v\n%s", code, err, out)
 	}
+	// A dry run over pages of one topic: its history is saved for the replay test.
+	id, res, err := e.pass(app.PassOptions{DryRun: true, PageSize: 1, Scope: []string{"sequence:dry_planned"},
+		MaxChunkSizeBytes: 32768})
+	if err != nil || res.DryRun == nil || res.DryRun.Planned != 3 {
+		t.Fatalf("dry run over pages of 1: %+v, %v", res.DryRun, err)
+	}
+	saveHistory(t, e.srv.Client, id, "store-optimizer-dry-run")
 	if out, code := e.starter(t, "store-optimizer", "--dry-run", "--time-interval", "60"); code != 2 ||
 		!strings.Contains(out, "--dry-run runs once") {
 		t.Errorf("scheduled dry run: exit %d\n%s", code, out)

@@ -42,13 +42,26 @@ func (d *DryRunReport) add(page activities.PlanTopicsResult) {
 	}
 }
 
+// dryRunContinueAsNewChange is the workflow.GetVersion change ID of dry runs that continue as
+// new (version 1): executions recorded before it plan every page in one history, as they did.
+const dryRunContinueAsNewChange = "dry-run-continue-as-new"
+
 // dryRun plans every topic the run would optimize, page by page (PlanTopics, which only reads:
 // nothing is queued, leased, written or changed), and returns the plans in the result's DryRun.
 // It starts no child. Only runs with DryRun take this path, so histories of other runs replay
 // unchanged.
+//
+// Like a real run, once the history holds ContinueAsNewEvents events (or the server suggests it)
+// after a full page, it continues as new from the cursor (RunState.AfterTopicID), carrying the
+// report so far in RunState.Result.DryRun: a dry run over any number of topics keeps its history
+// bounded (docs/design.md#payloads-stay-small: the report lists at most MaxDryRunTopics plans).
 func (r *storeRun) dryRun(ctx workflow.Context) (StoreOptimizerResult, error) {
+	continues := workflow.GetVersion(ctx, dryRunContinueAsNewChange, workflow.DefaultVersion, 1) == 1
 	report := &DryRunReport{}
-	after := int64(0)
+	if r.state.Result.DryRun != nil {
+		report = r.state.Result.DryRun
+	}
+	after := r.state.AfterTopicID
 	for {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("### Dry run: %d topics planned\n- **policy** %s · **scope** %s\n",
 			report.Planned, policyName(r.in.Policy), scopeText(r.in.Scope)))
@@ -70,6 +83,15 @@ func (r *storeRun) dryRun(ctx workflow.Context) (StoreOptimizerResult, error) {
 			break // a short page is the last (a cursor that does not advance would loop)
 		}
 		after = page.NextAfterTopicID
+		if continues && r.historyFull(ctx) {
+			r.state.AfterTopicID = after
+			r.state.Result.DryRun = report
+			r.logger.Info("Dry run continuing as new", "NextAfterTopicID", after, "Planned", report.Planned,
+				"HistoryLength", workflow.GetInfo(ctx).GetCurrentHistoryLength())
+			next := r.in
+			next.State = &r.state
+			return StoreOptimizerResult{}, workflow.NewContinueAsNewError(ctx, StoreOptimizerWorkflow, next)
+		}
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("### Dry run: %d topics planned\n- **read** %s in %d chunks · **write** about %s in %d chunks · **about** %s\n",
 		report.Planned, bytesText(report.InputBytes), report.InputChunks, bytesText(report.OutputBytes), report.OutputChunks,

@@ -180,7 +180,8 @@ type StoreOptimizerResult struct {
 // leases.
 //
 // With DryRun it only plans: PlanTopics page by page (PageSize topics each), no queue row, no
-// child, and the plans in StoreOptimizerResult.DryRun.
+// child, and the plans in StoreOptimizerResult.DryRun; it continues as new like a real run, the
+// report so far carried in RunState.Result.DryRun.
 //
 // Queries: ProgressQuery returns a Progress, which the current details (markdown, the Web UI's
 // "Current Details") show too, updated whenever a child starts or finishes. Activities carry

@@ -620,3 +620,93 @@ func TestStoreOptimizerSlowTopicDoesNotStallLaterPages(t *testing.T) {
 	}
 	require.Equal(t, []int64{0, 20, 40, 60, 80}, cursors, "every page listed once, in order, in one execution")
 }
+
+// planCatalog is a mocked PlanTopics over topics 1..n (topic 3 has nothing to do), shared by
+// the executions of one dry run.
+type planCatalog struct {
+	n int
+
+	mu      sync.Mutex
+	cursors []int64
+}
+
+func (c *planCatalog) install(env *testsuite.TestWorkflowEnvironment) {
+	env.OnActivity(a.PlanTopics, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.PlanTopicsInput) (activities.PlanTopicsResult, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.cursors = append(c.cursors, in.AfterTopicID)
+			var res activities.PlanTopicsResult
+			for id := in.AfterTopicID + 1; id <= int64(c.n) && res.Listed < in.Limit; id++ {
+				tp := activities.TopicPlan{TopicID: id, Locator: fmt.Sprintf("seq/t%d", id), Policy: "full",
+					PlanTotals: activities.PlanTotals{InputChunks: 10, InputBytes: 1000, Rows: id, OutputChunks: 1,
+						OutputBytes: 900, Seconds: 0.5}}
+				if id == 3 {
+					tp.PlanTotals, tp.NothingToDo = activities.PlanTotals{}, true
+				}
+				res.Topics = append(res.Topics, tp)
+				res.Listed++
+				res.NextAfterTopicID = id
+			}
+			if in.AfterTopicID == 0 {
+				res.Quarantined = 2
+			}
+			return res, nil
+		})
+}
+
+// TestStoreOptimizerDryRunContinuesAsNew: a dry run whose history reaches ContinueAsNewEvents
+// continues as new after each full page from the cursor, carrying its report (plans, counts,
+// totals) and the quarantined topics of its first page; its final report is the one a single
+// execution gives. Executions recorded before the change plan every page in one history.
+func TestStoreOptimizerDryRunContinuesAsNew(t *testing.T) {
+	want := DryRunReport{Planned: 5, NothingToDo: 1, PlanTotals: activities.PlanTotals{InputChunks: 40,
+		InputBytes: 4000, Rows: 1 + 2 + 4 + 5, OutputChunks: 4, OutputBytes: 3600, Seconds: 2}}
+	in := StoreOptimizerInput{DryRun: true, PageSize: 2, ContinueAsNewEvents: 50}
+	check := func(t *testing.T, res StoreOptimizerResult) {
+		t.Helper()
+		require.NotNil(t, res.DryRun)
+		got := *res.DryRun
+		var ids []int64
+		for _, tp := range got.Topics {
+			ids = append(ids, tp.TopicID)
+		}
+		require.Equal(t, []int64{1, 2, 3, 4, 5}, ids, "every plan, in topic ID order")
+		got.Topics = nil
+		require.Equal(t, want, got)
+		require.Equal(t, 2, res.Quarantined, "the first page's quarantined topics are kept")
+	}
+
+	t.Run("continues as new", func(t *testing.T) {
+		c := &planCatalog{n: 5}
+		next, res := runLegs(t, in, func(env *testsuite.TestWorkflowEnvironment) {
+			env.SetCurrentHistoryLength(50)
+			c.install(env)
+		})
+		require.Equal(t, []int64{0, 2, 4}, c.cursors, "one page per execution, from the carried cursor")
+		require.Len(t, next, 2, "each full page continues as new; the short one ends the run")
+		for i, n := range next {
+			require.True(t, n.DryRun)
+			require.Equal(t, int64(2*(i+1)), n.State.AfterTopicID)
+			require.NotNil(t, n.State.Result.DryRun)
+			require.Equal(t, 2*(i+1), n.State.Result.DryRun.Planned, "the report so far is carried")
+			require.Len(t, n.State.Result.DryRun.Topics, 2*(i+1))
+			require.Equal(t, 2, n.State.Result.Quarantined)
+		}
+		check(t, res)
+	})
+
+	t.Run("recorded before the change", func(t *testing.T) {
+		c := &planCatalog{n: 5}
+		env := newTestEnv(t)
+		env.SetCurrentHistoryLength(50)
+		env.OnGetVersion(dryRunContinueAsNewChange, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		c.install(env)
+		env.ExecuteWorkflow(StoreOptimizerWorkflow, in)
+		require.NoError(t, env.GetWorkflowError())
+		var res StoreOptimizerResult
+		require.NoError(t, env.GetWorkflowResult(&res))
+		require.Equal(t, []int64{0, 2, 4}, c.cursors)
+		check(t, res)
+	})
+}
