@@ -1,10 +1,13 @@
 package compaction
 
 import (
+	"fmt"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/storeopt/storeopt/chunkstats"
+	"github.com/storeopt/storeopt/parquetio"
 )
 
 // collector turns the row runs that merge emits into the batches handed to the encoder. A run of
@@ -80,7 +83,7 @@ func (c *collector) flush() error {
 			var err error
 			if rec, err = gatherSpans(c.schema, c.spans, c.mem); err != nil {
 				c.release()
-				return err
+				return refusedRows(err)
 			}
 		}
 		c.release()
@@ -98,7 +101,7 @@ func (c *collector) flush() error {
 		rec, err = concatRecords(c.schema, c.parts, c.mem)
 		c.release()
 		if err != nil {
-			return err
+			return refusedRows(err)
 		}
 	}
 	return c.out(rec)
@@ -113,4 +116,12 @@ func (c *collector) release() {
 		c.spans[i] = span{}
 	}
 	c.parts, c.spans, c.rows, c.bytes = c.parts[:0], c.spans[:0], 0, 0
+}
+
+// refusedRows marks an error of arrow-go joining the short runs of several inputs into one
+// batch (dictionaries that cannot be combined, for instance) as an input fault: it is the
+// library's refusal of the rows' content, which fails the same way on every retry. writeChunk
+// names the output chunk (OutputError).
+func refusedRows(err error) error {
+	return &parquetio.InputError{Err: fmt.Errorf("concatenate rows of the inputs: %w", err)}
 }

@@ -29,8 +29,20 @@ type ChunkError struct {
 func (e *ChunkError) Error() string { return fmt.Sprintf("chunk %s: %v", e.Key, e.Err) }
 func (e *ChunkError) Unwrap() error { return e.Err }
 
+// OutputError is an input fault met while writing output chunk Key from the rows of several
+// inputs (arrow-go refusing to combine or encode their rows: parquetio.InputError), naming that
+// output; a fault of one input chunk is a *ChunkError instead.
+type OutputError struct {
+	Key string
+	Err error
+}
+
+func (e *OutputError) Error() string { return fmt.Sprintf("output chunk %s: %v", e.Key, e.Err) }
+func (e *OutputError) Unwrap() error { return e.Err }
+
 // IsInputFault reports whether err is caused by bad input data (a *ChunkError, a
-// parquetio.InputError or a missing object) rather than by the infrastructure.
+// parquetio.InputError, which an *OutputError wraps, or a missing object) rather than by the
+// infrastructure.
 func IsInputFault(err error) bool {
 	var ce *ChunkError
 	return errors.As(err, &ce) || parquetio.IsInputError(err) || errors.Is(err, store.ErrNotExist)

@@ -145,7 +145,9 @@ func sortedRecord(ctx context.Context, key string, schema *arrow.Schema, br *par
 	}
 	whole, err := concatRecords(schema, recs, mem)
 	if err != nil {
-		return nil, nil, fmt.Errorf("chunk %s: %w", key, err)
+		// arrow-go refuses these rows (a library's refusal of the input's content): the same
+		// rows fail the same way on every retry.
+		return nil, nil, &ChunkError{Key: key, Err: fmt.Errorf("concatenate the chunk's batches to sort its rows: %w", err)}
 	}
 	order = sortedOrder(whole.Column(tsField).(*array.Int64))
 	if order == nil {
@@ -164,7 +166,7 @@ func sortedRecord(ctx context.Context, key string, schema *arrow.Schema, br *par
 			for _, c := range cols[:i] {
 				c.Release()
 			}
-			return nil, nil, fmt.Errorf("chunk %s: sort rows: %w", key, err)
+			return nil, nil, &ChunkError{Key: key, Err: fmt.Errorf("sort rows: %w", err)}
 		}
 		cols[i] = taken
 	}

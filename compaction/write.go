@@ -376,7 +376,7 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 		abort()
 		pw.Discard()
 		_ = bw.Close()
-		return res, err
+		return res, outputError(key, err)
 	}
 	if err := pw.Close(); err != nil {
 		abort()
@@ -384,7 +384,7 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 		if errors.Is(err, parquetio.ErrNoRows) {
 			return res, &verify.MismatchError{What: fmt.Sprintf("output chunk %s would have no rows: the plan does not match its inputs", key)}
 		}
-		return res, err
+		return res, outputError(key, err)
 	}
 	if err := bw.Close(); err != nil {
 		return res, fmt.Errorf("upload %s: %w", key, err)
@@ -450,4 +450,16 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 		err = faults.Hit(c.ctx, faults.WriteChunksUploading)
 	}
 	return n, err
+}
+
+// outputError names output chunk key in an input fault that names no input chunk (arrow-go
+// refusing rows of several inputs while they were combined or encoded); other errors are
+// returned as they are.
+func outputError(key string, err error) error {
+	var ce *ChunkError
+	var oe *OutputError
+	if parquetio.IsInputError(err) && !errors.As(err, &ce) && !errors.As(err, &oe) {
+		return &OutputError{Key: key, Err: err}
+	}
+	return err
 }

@@ -124,6 +124,10 @@ type Chunk struct {
 	// FooterBytes is the size of the serialized footer (file metadata), bytes.
 	FooterBytes int64
 	kv          metadata.KeyValueMetadata // the footer's pairs as stored
+	// dictLimits[i], when > 0, is how many distinct values top-level field i may hold in one
+	// row group: the field is stored as a dictionary with a narrow index type and read in its
+	// value type (denseDictionaries).
+	dictLimits []int
 }
 
 // unmappableColumn names the first top-level column arrow-go cannot map to Arrow on its own
@@ -205,6 +209,12 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 		return nil, err
 	}
 	c.kv = pf.MetaData().KeyValueMetadata()
+	if readAs, limits := denseDictionaries(c.kv); limits != nil {
+		// Read narrow dictionary columns in their value type (see denseDictionaries); the
+		// footer, ARROW:schema included, is written back from c.Footer verbatim.
+		pf.MetaData().FileMetaData.KeyValueMetadata = readAs
+		c.dictLimits = limits
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
 	if err != nil && c.kv.FindValue(ArrowSchemaKey) != nil {
 		// arrow-go cannot apply the stored Arrow schema (v18.8.0 reads the JSON logical type
@@ -213,6 +223,7 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 		// from c.Footer verbatim either way; only the Arrow types storeopt handles differ.
 		md := pf.MetaData()
 		md.FileMetaData.KeyValueMetadata = withoutKey(c.kv, ArrowSchemaKey)
+		c.dictLimits = nil
 		fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
 	}
 	if err != nil {
@@ -290,7 +301,7 @@ func (c *Chunk) Timestamps(ctx context.Context) (ts *array.Int64, err error) {
 	}
 	cat, err := array.Concatenate(chunked.Chunks(), memory.DefaultAllocator)
 	if err != nil {
-		return nil, err
+		return nil, &InputError{Err: fmt.Errorf("read %s: %w", TimestampColumn, err)}
 	}
 	return cat.(*array.Int64), nil
 }

@@ -99,8 +99,15 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 				t.Logf("plain pqarrow cannot read input nor output: %v", errIn)
 				return
 			}
-			if !sIn.Equal(sOut) || sIn.Field(1).Type.String() != back.Schema.Field(1).Type.String() {
-				t.Fatalf("pqarrow reads the input as %s, the output as %s", sIn.Field(1).Type, sOut.Field(1).Type)
+			// storeopt reads what plain pqarrow reads, but a dictionary of a narrow index type
+			// in its value type (denseDictionaries).
+			storeoptType := sIn.Field(1).Type
+			if d, ok := storeoptType.(*arrow.DictionaryType); ok && dictionaryLimit(d.IndexType) > 0 {
+				storeoptType = d.ValueType
+			}
+			if !sIn.Equal(sOut) || storeoptType.String() != back.Schema.Field(1).Type.String() {
+				t.Fatalf("pqarrow reads the input as %s, the output as %s; storeopt reads the output as %s",
+					sIn.Field(1).Type, sOut.Field(1).Type, back.Schema.Field(1).Type)
 			}
 			if strings.Join(rowsIn, "\n") != strings.Join(rowsOut, "\n") {
 				t.Fatalf("rows differ:\n%s\n---\n%s", strings.Join(rowsIn[:6], "\n"), strings.Join(rowsOut[:6], "\n"))

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -55,6 +56,9 @@ type Layout struct {
 	manifest *pqarrow.SchemaManifest
 	kv       metadata.KeyValueMetadata
 	tsLeaf   int
+	// dictLimits[i] > 0 bounds the distinct values of top-level field i per row group (a
+	// dictionary of a narrow index type read in its value type; Chunk.dictLimits).
+	dictLimits []int
 }
 
 // WithKeyValue returns a copy of l whose writers append the footer pair key=value after the
@@ -71,7 +75,7 @@ func (l *Layout) WithKeyValue(key, value string) *Layout {
 // Layout returns the chunk's layout for writing chunks like it.
 func (c *Chunk) Layout() *Layout {
 	return &Layout{Footer: c.Footer, Schema: c.Schema, parquet: c.pf.MetaData().Schema,
-		manifest: c.fr.Manifest, kv: c.kv, tsLeaf: c.TimestampLeaf}
+		manifest: c.fr.Manifest, kv: c.kv, tsLeaf: c.TimestampLeaf, dictLimits: c.dictLimits}
 }
 
 // Writer writes one Parquet chunk with a layout's Parquet schema and footer key/value pairs
@@ -98,6 +102,9 @@ type Writer struct {
 	pending []arrow.RecordBatch // the rows of the row group being gathered
 	rows    int64
 	groups  int
+	// distinct holds the values of the row group being gathered for each column whose
+	// distinct values a row group must keep within its dictionary's index type.
+	distinct []distinctValues
 }
 
 // NewWriter starts a chunk on w with layout l.
@@ -147,6 +154,11 @@ func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 	for i := range l.manifest.Fields {
 		wr.leaves = append(wr.leaves, leafPaths(&l.manifest.Fields[i]))
 	}
+	for i, limit := range l.dictLimits {
+		if limit > 0 {
+			wr.distinct = append(wr.distinct, distinctValues{field: i, limit: limit, seen: map[string]struct{}{}})
+		}
+	}
 	return wr, nil
 }
 
@@ -180,6 +192,9 @@ func (l *Layout) dictionary(i int, col *schema.Column) bool {
 		sf = p
 	}
 	for top := range l.manifest.Fields {
+		if &l.manifest.Fields[top] == sf && top < len(l.dictLimits) && l.dictLimits[top] > 0 {
+			return true // stored as a dictionary, read in its value type
+		}
 		if &l.manifest.Fields[top] == sf && top < origin.NumFields() {
 			return origin.Field(top).Type.ID() == arrow.DICTIONARY
 		}
@@ -211,6 +226,18 @@ func (w *Writer) WriteSized(rec arrow.RecordBatch, bytes int64) error {
 	}
 	for off := int64(0); off < n; {
 		take := min(n-off, w.rgRows-w.inGroup)
+		full := false
+		if fit := w.fitDistinct(rec, off, off+take); fit < take {
+			// A dictionary column of a narrow index type would hold more distinct values
+			// than its index addresses: the row group ends before the row that would.
+			take, full = fit, true
+		}
+		if take == 0 {
+			if err := w.flushRowGroup(); err != nil {
+				return fmt.Errorf("write chunk: %w", err)
+			}
+			continue
+		}
 		part := rec
 		if off != 0 || take != n {
 			part = rec.NewSlice(off, off+take)
@@ -224,7 +251,7 @@ func (w *Writer) WriteSized(rec arrow.RecordBatch, bytes int64) error {
 		if off == n && n > 0 {
 			w.held += bytes
 		}
-		if w.inGroup == w.rgRows || (w.rgBytes > 0 && w.held >= w.rgBytes && off == n) {
+		if w.inGroup == w.rgRows || full || (w.rgBytes > 0 && w.held >= w.rgBytes && off == n) {
 			if err := w.flushRowGroup(); err != nil {
 				return fmt.Errorf("write chunk: %w", err)
 			}
@@ -247,9 +274,15 @@ func (w *Writer) checkBatch(rec arrow.RecordBatch) error {
 }
 
 // flushRowGroup encodes the held rows as one row group and releases them. No rows, no row
-// group: an output never has an empty row group.
-func (w *Writer) flushRowGroup() error {
+// group: an output never has an empty row group. An error of arrow-go's encoder while the
+// underlying writer has not failed is its refusal of the rows (an *InputError): no retry helps.
+func (w *Writer) flushRowGroup() (err error) {
 	defer w.releasePending()
+	defer func() {
+		if err != nil && w.sink.err == nil && !IsInputError(err) {
+			err = &InputError{Err: fmt.Errorf("arrow-go cannot write the row group: %w", err)}
+		}
+	}()
 	if w.inGroup == 0 {
 		return nil
 	}
@@ -318,6 +351,9 @@ func (w *Writer) releasePending() {
 	clear(w.pending)
 	w.pending = w.pending[:0]
 	w.inGroup, w.held = 0, 0
+	for i := range w.distinct {
+		clear(w.distinct[i].seen)
+	}
 }
 
 // Rows returns the number of rows written so far.
@@ -414,4 +450,68 @@ func (s *footerSink) writeFooter(f *Footer) error {
 		}
 	}
 	return nil
+}
+
+// distinctValues are the distinct values of one column in the row group being gathered, which a
+// row group keeps within limit: the column is stored as a dictionary whose index type addresses
+// limit values (dictionary<int8, utf8>: 128), and a reader that applies the footer's ARROW:schema
+// reads each row group's dictionary in that index type.
+type distinctValues struct {
+	field int
+	limit int
+	seen  map[string]struct{}
+}
+
+// fitDistinct returns how many of rows [from, to) of rec, from from on, the row group being
+// gathered can take without a column of w.distinct holding more distinct values than its limit,
+// and adds their values to the sets. The cut depends only on the rows, so the same rows give the
+// same file.
+func (w *Writer) fitDistinct(rec arrow.RecordBatch, from, to int64) int64 {
+	if len(w.distinct) == 0 {
+		return to - from
+	}
+	keys := make([]string, len(w.distinct))
+	for r := from; r < to; r++ {
+		for i := range w.distinct {
+			d := &w.distinct[i]
+			keys[i] = ""
+			col := rec.Column(d.field)
+			if col.IsNull(int(r)) {
+				continue
+			}
+			keys[i] = valueKey(col, int(r))
+			if _, ok := d.seen[keys[i]]; !ok && len(d.seen) >= d.limit {
+				return r - from
+			}
+		}
+		for i := range w.distinct {
+			if !rec.Column(w.distinct[i].field).IsNull(int(r)) {
+				w.distinct[i].seen[keys[i]] = struct{}{}
+			}
+		}
+	}
+	return to - from
+}
+
+// valueKey returns the bytes of value i of col as a string (its rendering for types without a
+// fixed-width or binary layout).
+func valueKey(col arrow.Array, i int) string {
+	switch a := col.(type) {
+	case *array.String:
+		return a.Value(i)
+	case *array.Binary:
+		return string(a.Value(i))
+	case *array.LargeString:
+		return a.Value(i)
+	case *array.LargeBinary:
+		return string(a.Value(i))
+	}
+	if fw, ok := col.DataType().(arrow.FixedWidthDataType); ok && fw.BitWidth() >= 8 && fw.BitWidth()%8 == 0 {
+		if bufs := col.Data().Buffers(); len(bufs) >= 2 && bufs[1] != nil {
+			width := fw.BitWidth() / 8
+			off := (col.Data().Offset() + i) * width
+			return string(bufs[1].Bytes()[off : off+width])
+		}
+	}
+	return col.ValueStr(i)
 }
