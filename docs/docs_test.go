@@ -26,7 +26,8 @@ var designAnchors = []string{
 	"leases", "batches-of-tiny-topics", "verification", "failures-and-quarantine",
 }
 
-// pages returns README.md and every docs/*.md, relative to root.
+// pages returns README.md, every docs/*.md and the other READMEs of the repository, relative to
+// root.
 func pages(t *testing.T) []string {
 	t.Helper()
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
@@ -36,7 +37,8 @@ func pages(t *testing.T) []string {
 	if len(docs) == 0 {
 		t.Fatal("no docs/*.md found")
 	}
-	out := []string{filepath.Join(root, "README.md")}
+	out := []string{filepath.Join(root, "README.md"), filepath.Join(root, "bench", "README.md"),
+		filepath.Join(root, "workflows", "testdata", "histories", "README.md")}
 	return append(out, docs...)
 }
 
@@ -126,7 +128,7 @@ func (c anchorsOf) get(t *testing.T, path string) map[string]bool {
 	return a
 }
 
-// TestLinksResolve walks every relative link of README.md and docs/*.md: the file (or folder)
+// TestLinksResolve walks every relative link of the pages: the file (or folder)
 // must exist and a #anchor must be a heading of the target page.
 func TestLinksResolve(t *testing.T) {
 	cache := anchorsOf{}
@@ -244,5 +246,19 @@ func TestSlug(t *testing.T) {
 	}
 	if !slices.Contains(designAnchors, slug("Batches of tiny topics")) {
 		t.Error("slug of a design heading is not among the cited anchors")
+	}
+}
+
+// maxReadmeLines is the README's limit: an entry page; everything else lives in docs/.
+const maxReadmeLines = 320
+
+// TestReadmeIsShort counts README.md's lines as wc -l does (newline characters).
+func TestReadmeIsShort(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n > maxReadmeLines {
+		t.Errorf("README.md has %d lines, more than %d: move detail to a page of docs/ and link it", n, maxReadmeLines)
 	}
 }
