@@ -44,9 +44,14 @@ const suiteHeartbeat = 3 * time.Second
 type faultScenario struct {
 	point, action string
 	policy        string
+	// batch: the fault acts in a batch of tiny topics (runBatchFaultScenario).
+	batch bool
 }
 
 func (s faultScenario) name() string {
+	if s.batch {
+		return "batch-" + s.action + "@" + s.point
+	}
 	if s.policy != "" {
 		return s.action + "@" + s.point + "/" + s.policy
 	}
@@ -55,6 +60,10 @@ func (s faultScenario) name() string {
 
 // spec is the scenario's STOREOPT_FAULTS.
 func (s faultScenario) spec() string {
+	switch {
+	case s.batch && s.action == actionFail:
+		return s.point + "=fail*1" // one topic of the batch
+	}
 	switch s.action {
 	case actionFail:
 		return s.point + "=fail*2"
@@ -68,7 +77,7 @@ func (s faultScenario) spec() string {
 // catalog activity (Lease, Commit: 2 minutes; Release, where the store.list and store.delete
 // points act: 1 minute) has no heartbeat.
 func (s faultScenario) slow() bool {
-	if s.action == actionFail {
+	if s.action == actionFail || s.batch { // a batch heartbeats through its commits too
 		return false
 	}
 	switch s.point {
@@ -96,6 +105,8 @@ func faultScenarios(short bool) []faultScenario {
 			{point: faults.ReadSortStart, action: actionKill},
 			{point: faults.WriteChunksAfterWrite, action: actionHang},
 			{point: faults.WriteChunksAfterWrite, action: actionKill, policy: "tiered"},
+			{point: faults.WriteChunksBeforeWrite, action: actionFail, batch: true},
+			{point: faults.BatchTopicStart, action: actionFail, batch: true},
 		}
 	}
 	var out []faultScenario
@@ -110,7 +121,7 @@ func faultScenarios(short bool) []faultScenario {
 			out = append(out, faultScenario{point: p, action: actionKill, policy: pol})
 		}
 	}
-	return out
+	return append(out, batchFaultScenarios...)
 }
 
 // TestFaultSuite runs one optimization per scenario with a fault at a point (faults.Points) of a
@@ -121,7 +132,8 @@ func faultScenarios(short bool) []faultScenario {
 // fully optimized or fully as it was (catalog rows = objects under its prefix, rows equal to the
 // original multiset, nothing left behind in the store), the queue holds no stale lease, a commit
 // retried after its transaction found it already committed (one optimization record), and a
-// topic the run failed is optimized by a later run. Slow scenarios (waiting for a catalog
+// topic the run failed is optimized by a later run. The batch scenarios do the same for a batch
+// of tiny topics (runBatchFaultScenario). Slow scenarios (waiting for a catalog
 // activity's start-to-close timeout) all run side by side, the others three at a time. Prints
 // "fault-suite: N passed, M failed".
 func TestFaultSuite(t *testing.T) {
@@ -184,6 +196,9 @@ func TestFaultSuite(t *testing.T) {
 func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScenario) string {
 	ctx := context.Background()
 	e := newIsolatedEnv(t, srv, fmt.Sprintf("fault-suite-%02d", i))
+	if sc.batch {
+		return runBatchFaultScenario(t, e, i, sc)
+	}
 	if sc.policy != "" {
 		return runPolicyFaultScenario(t, e, i, sc)
 	}

@@ -205,6 +205,12 @@ func (e *env) recordTopic(t *testing.T, id int64) topicRecord {
 // left.
 func (e *env) checkUntouched(t *testing.T, before topicRecord) {
 	t.Helper()
+	e.checkRowsUntouched(t, before, "optimization_queue", "plans", "staged_chunks", "optimizations")
+}
+
+// checkRowsUntouched is checkUntouched with the tables that must hold no row of the topic.
+func (e *env) checkRowsUntouched(t *testing.T, before topicRecord, tables ...string) {
+	t.Helper()
 	ctx := context.Background()
 	after := e.recordTopic(t, before.topic.ID)
 	loc := before.topic.Locator
@@ -217,7 +223,7 @@ func (e *env) checkUntouched(t *testing.T, before topicRecord) {
 	if !reflect.DeepEqual(before.chunks, after.chunks) {
 		t.Errorf("topic %q: chunk rows changed:\nbefore %+v\nafter  %+v", loc, before.chunks, after.chunks)
 	}
-	for _, table := range []string{"optimization_queue", "plans", "staged_chunks", "optimizations"} {
+	for _, table := range tables {
 		var n int
 		if err := e.cat.Pool.QueryRow(ctx, "SELECT count(*) FROM "+table+" WHERE topic_id = $1", before.topic.ID).Scan(&n); err != nil {
 			t.Fatal(err)
