@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
@@ -22,6 +23,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/storeopt/storeopt/panics"
 )
 
 // TimestampColumn is the name of the required timestamp column (Int64 nanoseconds since the Unix
@@ -48,11 +51,52 @@ func IsInputError(err error) bool {
 	return errors.As(err, &ie)
 }
 
-// guard turns a panic of the Parquet decoder on hostile input into an *InputError.
+// guard, deferred at the top of a reading function, recovers a panic into *err (recovered).
 func guard(err *error, what string) {
 	if r := recover(); r != nil {
-		*err = &InputError{Err: fmt.Errorf("%s: reader panicked on malformed data: %v", what, r)}
-		_ = debug.Stack
+		*err = recovered(r, what)
+	}
+}
+
+// recovered returns the error of a panic recovered while reading a chunk (called from the deferred
+// function, while the panic's stack is still there): a panic raised while arrow-go's Parquet
+// packages (or thrift, for page headers) decode the input's bytes is an *InputError, the input's
+// malformed data; a panic raised in storeopt's own code, or in a library that storeopt's code
+// called directly (an Arrow array or schema it misused), is a bug: a *panics.Error with the stack,
+// which activities report as an internal error and log (docs/design.md#errors-are-typed).
+func recovered(r any, what string) error {
+	if !panickedDecoding() {
+		return &panics.Error{Where: "parquetio " + what, Value: r, Stack: debug.Stack()}
+	}
+	return &InputError{Err: fmt.Errorf("%s: reader panicked on malformed data: %v", what, r)}
+}
+
+// storeoptModule is the import path prefix of storeopt's own packages.
+const storeoptModule = "github.com/storeopt/storeopt/"
+
+// panickedDecoding reports whether the panic being recovered was raised while a decoder of the
+// input ran: between runtime.gopanic and the first of storeopt's functions below it, the stack
+// holds a function of arrow-go's Parquet packages or of thrift. Functions of the runtime and of
+// the standard library are passed over (whoever called them raised the panic).
+func panickedDecoding() bool {
+	pcs := make([]uintptr, 128)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
+	inPanic, decoding := false, false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			inPanic = true
+		case !inPanic:
+		case strings.HasPrefix(f.Function, storeoptModule):
+			return decoding
+		case strings.HasPrefix(f.Function, "github.com/apache/arrow-go/v18/parquet/"),
+			strings.HasPrefix(f.Function, "github.com/apache/thrift/"):
+			decoding = true
+		}
+		if !more {
+			return decoding
+		}
 	}
 }
 
@@ -522,7 +566,7 @@ func (b *BatchReader) open() (err error) {
 func (b *BatchReader) Next() (rec arrow.RecordBatch) {
 	defer func() {
 		if r := recover(); r != nil {
-			b.err = &InputError{Err: fmt.Errorf("read rows: reader panicked on malformed data: %v", r)}
+			b.err = recovered(r, "read rows")
 			rec = nil
 		}
 	}()
