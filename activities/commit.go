@@ -98,7 +98,7 @@ func (a *Activities) verifyStaged(ctx context.Context, p *plan.Plan, rec catalog
 		if err != nil {
 			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d: %v", s.Ordinal, err)}
 		}
-		facts[i] = verify.OutputFacts{Ordinal: s.Ordinal, Rows: s.RowCount, TimestampNulls: s.TimestampNullCount,
+		facts[i] = verify.OutputFacts{Ordinal: s.Ordinal, Key: s.ObjectKey, Rows: s.RowCount, TimestampNulls: s.TimestampNullCount,
 			MinTs: s.MinTimestampNs, MaxTs: s.MaxTimestampNs, Read: read, Written: written, Taken: taken, Footer: s.Digest[32:]}
 		if err := store.CheckKey(rec.FreshPrefix, s.ObjectKey); err != nil {
 			return &verify.MismatchError{What: fmt.Sprintf("output chunk %d: %v", s.Ordinal, err)}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -29,6 +30,8 @@ func TestVerificationCatchesCorruptOutput(t *testing.T) {
 		{faults.OutputDropRow, "rows"},
 		{faults.OutputChangeValue, "content digest"},
 		{faults.OutputAlterMetadata, "footer differs"},
+		// An encoder fault, after the rows handed to the writer were digested and counted.
+		{faults.EncodeChangeValue, "differs from the rows decoded from the stored chunk"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.point, func(t *testing.T) {
@@ -37,6 +40,14 @@ func TestVerificationCatchesCorruptOutput(t *testing.T) {
 			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10)
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q does not say %q", err, tc.want)
+			}
+			if tc.point == faults.EncodeChangeValue {
+				if on := faults.ActedOn(tc.point); len(on) != 1 {
+					t.Fatalf("fault %s acted on columns %v, want one", tc.point, on)
+				}
+				if !regexp.MustCompile(`output chunk \d+ \(tp_\w+/data/\d{5}\.parquet\)`).MatchString(err.Error()) {
+					t.Fatalf("error %q does not name the chunk", err)
+				}
 			}
 		})
 	}

@@ -28,7 +28,9 @@ type OutputResult struct {
 	SizeBytes int64
 	Stats     chunkstats.Stats
 	// Read is the digest of the input rows merged into the chunk, as decoded from the inputs;
-	// Written the digest of the rows handed to the Parquet encoder.
+	// Written the digest of the rows decoded from the chunk's bytes as the store holds them,
+	// read back after the upload with the reader the inputs are read with (docs/design.md#verification):
+	// an encoder fault, a short or damaged upload shows as a difference.
 	Read, Written verify.Digest
 	// Taken is which stored rows of which input chunks the merge emitted into the chunk.
 	Taken verify.Taken
@@ -102,8 +104,9 @@ func (in Inputs) limits() parquetio.Limits {
 // overwritten if it exists; on error the upload is aborted. The chunk is written in layout (the
 // Parquet schema and footer pairs of the topic's chunks, parquetio.Layout); after closing, its
 // footer is read back and must equal the layout's (verify.MismatchError otherwise), its digest is
-// returned for the commit's verification and its row groups are the chunk's blocks. An output
-// without rows is an error.
+// returned for the commit's verification and its row groups are the chunk's blocks; every row is
+// decoded back from the stored object and digested (OutputResult.Written). An output without
+// rows is an error.
 func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	in.footer = layout.Footer
 	in.shared = map[string]*sharedChunk{}
@@ -326,7 +329,6 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	var sources []string
 	g, gctx := errgroup.WithContext(uctx)
 	panics.Go(g, "encoder of "+key, func() error {
-		var h verify.Hasher
 		tsField := schema.FieldIndices(parquetio.TimestampColumn)[0]
 		for item := range items {
 			if item.rec == nil { // end of a block
@@ -345,7 +347,6 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 			}
 			rec := corruptBatch(item.rec, tsField, mem)
 			stats.Add(rec)
-			h.AddRows(&res.Written, rec, 0, rec.NumRows())
 			err := pw.WriteSized(rec, item.bytes)
 			rec.Release()
 			fl.release(item.bytes)
@@ -391,7 +392,7 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	}
 	res.SizeBytes = cw.n
 	res.Stats = stats.Result()
-	footer, blocks, err := checkWrittenFooter(ctx, in.Bucket, key, layout.Footer, res.Stats.RowCount, mem)
+	footer, blocks, err := readBack(ctx, in, key, layout.Footer, res.Stats.RowCount, &res.Written)
 	if err != nil {
 		return res, err
 	}
@@ -406,18 +407,20 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	return res, nil
 }
 
-// checkWrittenFooter reads the footer of the written chunk back and checks it against the
-// topic's (Parquet schema elements and key/value pairs, verbatim), and that the chunk holds rows
-// rows in row groups that are none of them empty. It returns the footer read back and the chunk's
-// block index (its row groups).
-func checkWrittenFooter(ctx context.Context, b *blob.Bucket, key string, want *parquetio.Footer, rows int64, mem memory.Allocator) (*parquetio.Footer, []parquetio.Block, error) {
-	obj, err := store.OpenFooter(ctx, b, key)
+// readBack opens the written chunk as the store holds it, the way inputs are opened (openChunk),
+// checks its footer against the topic's (Parquet schema elements and key/value pairs, verbatim),
+// that it holds rows rows in row groups that are none of them empty, and adds the digest of
+// every row decoded from it, in batches of the plan's limits, to written. It returns the footer
+// read back and the chunk's block index (its row groups). It runs once the merge and the
+// encoder are done, within their reservation of the memory pool (OutputMemory counts it).
+func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer, rows int64, written *verify.Digest) (*parquetio.Footer, []parquetio.Block, error) {
+	c, err := openChunk(ctx, in.Bucket, key, in.Mem)
 	if err != nil {
+		var ce *ChunkError
+		if errors.As(err, &ce) {
+			return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, ce.Err)}
+		}
 		return nil, nil, err
-	}
-	c, err := parquetio.Open(obj, mem)
-	if err != nil {
-		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, err)}
 	}
 	defer c.Close()
 	if d := parquetio.FirstFooterDifference(want, c.Footer); d != "" {
@@ -433,7 +436,28 @@ func checkWrittenFooter(ctx context.Context, b *blob.Bucket, key string, want *p
 	if err != nil {
 		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: block index: %v", key, err)}
 	}
+	br, err := c.BatchesWithin(ctx, in.limits(), nil)
+	if err != nil {
+		return nil, nil, readBackError(key, err)
+	}
+	defer br.Release()
+	var h verify.Hasher
+	for rec := br.Next(); rec != nil; rec = br.Next() {
+		h.AddRows(written, rec, 0, rec.NumRows())
+	}
+	if err := br.Err(); err != nil {
+		return nil, nil, readBackError(key, err)
+	}
 	return c.Footer, blocks, nil
+}
+
+// readBackError is a verification error when the written chunk's content cannot be decoded; a
+// fault of the store or a cancellation stays what it is (retryable).
+func readBackError(key string, err error) error {
+	if parquetio.IsInputError(err) {
+		return &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, err)}
+	}
+	return fmt.Errorf("read back written chunk %s: %w", key, err)
 }
 
 type countingWriter struct {

@@ -10,6 +10,11 @@ const (
 	OutputChangeValue = "output.change-value"
 	// OutputAlterMetadata writes an output chunk whose footer has one key/value pair more.
 	OutputAlterMetadata = "output.alter-metadata"
+	// EncodeChangeValue flips the lowest bit of the first value of a row group's first
+	// fixed-width column (other than timestamp_ns) with a valid first value, inside the Parquet
+	// writer, on its way from the Arrow array to the column encoder: after every digest and
+	// statistic of the rows handed to the writer, as an encoder fault would.
+	EncodeChangeValue = "encode.change-value"
 )
 
 // Points at which the merge moves a key range's bound by one row in one input chunk, before any

@@ -18,6 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/storeopt/storeopt/faults"
 )
 
 // WriterOptions configure a Writer. Zero values take the defaults.
@@ -105,6 +107,7 @@ type Writer struct {
 	// distinct holds the values of the row group being gathered for each column whose
 	// distinct values a row group must keep within its dictionary's index type.
 	distinct []distinctValues
+	faulty   bool // faults.EncodeChangeValue is to act in the row group being encoded
 }
 
 // NewWriter starts a chunk on w with layout l.
@@ -290,6 +293,7 @@ func (w *Writer) flushRowGroup() (err error) {
 	if err != nil {
 		return err
 	}
+	w.faulty = faults.Enabled
 	for i, paths := range w.leaves {
 		for p := range paths {
 			path := &paths[p]
@@ -320,6 +324,15 @@ func (w *Writer) writeLeaf(cw file.ColumnChunkWriter, path *leafPath, col arrow.
 	if fixed, ok := decimalAsFixed(values, cw.Descr(), w.mem); ok {
 		values.Release()
 		values = fixed
+	}
+	if w.faulty && changeable(values) &&
+		cw.Descr().ColumnPath().String() != w.layout.parquet.Column(w.layout.tsLeaf).ColumnPath().String() {
+		w.faulty = false // one chance per row group
+		if faults.TriggeredOn(faults.EncodeChangeValue, cw.Descr().ColumnPath().String()) {
+			changed := changeFirstValue(values, w.mem)
+			values.Release()
+			values = changed
+		}
 	}
 	defer values.Release()
 	if err := pqarrow.WriteArrowToColumn(w.ctx, cw, values, lv.def, lv.rep, lv.nullable); err != nil {

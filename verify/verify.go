@@ -18,10 +18,12 @@ func mismatch(format string, args ...any) error {
 // OutputFacts are the facts of one written output chunk that Check compares with the plan.
 type OutputFacts struct {
 	Ordinal        int
+	Key            string // the chunk's object key, for messages
 	Rows           int64
 	TimestampNulls int64
 	MinTs, MaxTs   *int64 // nil when the chunk has no non-null timestamp
-	// Read is the digest of the input rows merged into the chunk, Written of the rows encoded.
+	// Read is the digest of the input rows merged into the chunk, Written of the rows decoded
+	// back from the chunk as stored.
 	Read, Written Digest
 	// Taken is which stored rows of which input chunks the chunk took.
 	Taken Taken
@@ -78,7 +80,8 @@ func Check(want Expected, outs []OutputFacts) error {
 			return mismatch("output chunk %d: footer %x differs from the inputs' footer %x (Parquet schema elements and key/value pairs must be kept verbatim)", i, o.Footer, want.Footer)
 		}
 		if o.Read != o.Written {
-			return mismatch("output chunk %d: content digest of rows read %s differs from rows written %s", i, o.Read, o.Written)
+			return mismatch("output chunk %d (%s): content digest of the rows read %s differs from the rows decoded from the stored chunk %s",
+				i, o.Key, o.Read, o.Written)
 		}
 		if n := o.Taken.Rows(); n != o.Rows {
 			return mismatch("output chunk %d: %d rows, but %d taken from its input chunks", i, o.Rows, n)
