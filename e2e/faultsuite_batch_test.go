@@ -16,6 +16,8 @@ import (
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/metrics"
+	"github.com/storeopt/storeopt/metrics/metricstest"
 	"github.com/storeopt/storeopt/workflows"
 )
 
@@ -213,4 +215,41 @@ func batchAttempts(t *testing.T, e *env, id string) []int32 {
 		}
 	}
 	return out
+}
+
+// TestMetricsOfAFailedBatch: a batch of three tiny topics fails for good before its second topic
+// (faults.BatchTopicStart, in the in-process worker): the topic committed before the failure is
+// counted optimized and the two others failed (storeopt_topics_failed_total, as the run reports
+// them), none given back or retried in a topic workflow.
+func TestMetricsOfAFailedBatch(t *testing.T) {
+	e := newEnv(t)
+	opts := ingest.Options{Sequence: "failed_batch", Seed: 5}
+	for k := range 3 {
+		opts.Topics = append(opts.Topics, ingest.TopicSpec{Path: fmt.Sprintf("tiny/%d", k), Kind: ingest.IMU,
+			Chunks: 4, RowsPerChunk: 30})
+	}
+	if _, err := ingest.Ingest(context.Background(), e.cat, e.b, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(faults.EnvVar, faults.BatchTopicStart+"=fail@2*1")
+	url, _ := testenv.StartWorkerWithMetrics(t, e.cfg)
+	res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: batchMaxChunk})
+	if res.Optimized != 1 || res.Failed != 2 {
+		t.Fatalf("run result %+v, want 1 optimized and 2 failed", res)
+	}
+	s := metricstest.Scrape(t, url)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"storeopt_topics_optimized_total", nil, 1},
+		{"storeopt_topics_failed_total", map[string]string{"policy": "full", "error_type": metrics.ErrorOther}, 2},
+		{"storeopt_topics_failed_total", nil, 2},
+		{"storeopt_topics_quarantined_total", nil, 0},
+	} {
+		if got := s.Value(t, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
 }
