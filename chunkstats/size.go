@@ -22,8 +22,9 @@ import (
 //   - fixed-size list: the size of its child values; struct: the sum of its children;
 //   - extension types: their storage type.
 //
-// Estimates (documented, not slice-exact): a dictionary column counts its indices plus its whole
-// dictionary once per batch; views, unions, run-end encoded and any other layout count the
+// Estimates (documented, not slice-exact): a dictionary column counts its indices plus, once per
+// batch, the dictionary entries its rows reference (a slice of a batch whose dictionary holds one
+// 4 MB value counts it only when one of its rows is that value); views, unions, run-end encoded and any other layout count the
 // share of all their buffers proportional to the rows covered.
 func ArrowSizeBits(arr arrow.Array) int64 {
 	if arr == nil {
@@ -98,7 +99,7 @@ func dataBits(d arrow.ArrayData, t arrow.DataType, start, n int) int64 {
 		if index, ok := dict.IndexType.(arrow.FixedWidthDataType); ok {
 			bits := validity + int64(n)*int64(index.BitWidth())
 			if values := dictionaryOf(d); values != nil {
-				bits += 8 * bufferBytes(values)
+				bits += referencedBits(d, values, start, n)
 			}
 			return bits
 		}
@@ -167,4 +168,44 @@ func dictionaryOf(d arrow.ArrayData) arrow.ArrayData {
 		return nil
 	}
 	return dict
+}
+
+// referencedBits returns the size in bits of the entries of dictionary values that the n rows of
+// the dictionary array d from logical index start reference, each entry counted once.
+func referencedBits(d, values arrow.ArrayData, start, n int) int64 {
+	arr, ok := array.MakeFromData(d).(*array.Dictionary)
+	if !ok {
+		return 8 * bufferBytes(values)
+	}
+	defer arr.Release()
+	entries := values.Len()
+	var bits int64
+	count := func(idx int) {
+		if idx >= 0 && idx < entries {
+			bits += dataBits(values, values.DataType(), idx, 1)
+		}
+	}
+	if n < entries/64 {
+		seen := make(map[int]struct{}, n)
+		for i := start; i < start+n; i++ {
+			if arr.IsValid(i) {
+				idx := arr.GetValueIndex(i)
+				if _, dup := seen[idx]; !dup {
+					seen[idx] = struct{}{}
+					count(idx)
+				}
+			}
+		}
+		return bits
+	}
+	seen := make([]bool, entries)
+	for i := start; i < start+n; i++ {
+		if arr.IsValid(i) {
+			if idx := arr.GetValueIndex(i); idx >= 0 && idx < entries && !seen[idx] {
+				seen[idx] = true
+				count(idx)
+			}
+		}
+	}
+	return bits
 }
