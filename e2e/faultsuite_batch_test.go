@@ -182,7 +182,7 @@ func (e *env) topicWorkflows(t *testing.T, topics []snapshot) []string {
 	defer cancel()
 	var out []string
 	for _, s := range topics {
-		_, err := e.srv.Client.DescribeWorkflowExecution(ctx, workflows.TopicWorkflowID(s.locator), "")
+		_, err := e.srv.Client.DescribeWorkflowExecution(ctx, workflows.TopicWorkflowID(e.cfg.TaskQueue, s.locator), "")
 		var notFound *serviceerror.NotFound
 		switch {
 		case errors.As(err, &notFound):

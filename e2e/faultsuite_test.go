@@ -358,7 +358,7 @@ func (e *env) topicResult(t *testing.T, locator string) workflows.OptimizeTopicR
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var res workflows.OptimizeTopicResult
-	if err := e.srv.Client.GetWorkflow(ctx, workflows.TopicWorkflowID(locator), "").Get(ctx, &res); err != nil {
+	if err := e.srv.Client.GetWorkflow(ctx, workflows.TopicWorkflowID(e.cfg.TaskQueue, locator), "").Get(ctx, &res); err != nil {
 		t.Fatalf("topic %s: optimization workflow: %v", locator, err)
 	}
 	return res

@@ -147,7 +147,7 @@ func TestHostileValues(t *testing.T) {
 			continue
 		}
 		e.checkOptimized(t, s, 32<<10)
-		id := workflows.TopicWorkflowID(s.locator)
+		id := workflows.TopicWorkflowID(e.cfg.TaskQueue, s.locator)
 		if len(id) > 250 {
 			t.Errorf("topic %q: workflow ID of %d bytes", s.locator, len(id))
 		}

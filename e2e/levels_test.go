@@ -155,7 +155,7 @@ func TestPoliciesGiveTheRowsOfOneFullRewrite(t *testing.T) {
 		t.Fatalf("optimizations of %s: %v", steps[0].Locator, applied)
 	}
 	e.queueEmpty(t)
-	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(steps[0].Locator), "optimize-topic-full-after-levels")
+	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(e.cfg.TaskQueue, steps[0].Locator), "optimize-topic-full-after-levels")
 }
 
 // TestPoliciesKeepTheTieOrder: rows with equal timestamps across chunks (and null timestamps)
@@ -200,7 +200,7 @@ func TestPoliciesKeepTheTieOrder(t *testing.T) {
 			run(p, func(r workflows.StoreOptimizerResult) bool { return r.Leveled == 1 })
 		}
 		if round < 2 { // the replay test's histories of both policies
-			saveHistory(t, e.srv.Client, workflows.TopicWorkflowID("ties_steps/t"), "optimize-topic-"+p)
+			saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(e.cfg.TaskQueue, "ties_steps/t"), "optimize-topic-"+p)
 			saveHistory(t, e.srv.Client, e.lastRun, "store-optimizer-"+p)
 		}
 	}

@@ -227,8 +227,8 @@ func TestOptimizeTopics(t *testing.T) {
 	}
 	e.queueEmpty(t)
 	saveHistory(t, e.srv.Client, e.lastRun, "store-optimizer-run")
-	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID("hand/binary"), "optimize-topic-hand-binary")
-	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID("test_run/sensors/imu"), "optimize-topic-imu")
+	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(e.cfg.TaskQueue, "hand/binary"), "optimize-topic-hand-binary")
+	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(e.cfg.TaskQueue, "test_run/sensors/imu"), "optimize-topic-imu")
 
 	// A second pass finds nothing to do.
 	res = e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk})

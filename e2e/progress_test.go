@@ -75,7 +75,7 @@ func TestLiveProgressAdvancesMidRun(t *testing.T) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			if s, ok := sampleProgress(ctx, e.srv.Client, run.GetID()); ok {
+			if s, ok := sampleProgress(ctx, e.srv.Client, e.cfg.TaskQueue, run.GetID()); ok {
 				mu.Lock()
 				samples = append(samples, s)
 				mu.Unlock()
@@ -130,7 +130,7 @@ func TestLiveProgressAdvancesMidRun(t *testing.T) {
 	if len(detailsFinished) < 2 {
 		t.Errorf("the run's current details did not advance: finished counts seen %v", detailsFinished)
 	}
-	final, ok := sampleProgress(ctx, e.srv.Client, run.GetID())
+	final, ok := sampleProgress(ctx, e.srv.Client, e.cfg.TaskQueue, run.GetID())
 	if !final.run.Ended || final.run.Finished != len(opts.Topics) || final.run.FinishedBytes != final.run.QueuedBytes ||
 		final.run.ETASeconds == nil || *final.run.ETASeconds != 0 || !ok {
 		t.Errorf("progress after the run: %+v (sampled %v), want it ended with every topic and byte finished", final.run, ok)
@@ -184,14 +184,14 @@ func TestLiveProgressAdvancesMidRun(t *testing.T) {
 
 	// The summaries: the child's static summary, and one per activity.
 	imu := opts.Sequence + "/sensors/imu"
-	desc, err := e.srv.Client.DescribeWorkflowExecution(ctx, workflows.TopicWorkflowID(imu), "")
+	desc, err := e.srv.Client.DescribeWorkflowExecution(ctx, workflows.TopicWorkflowID(e.cfg.TaskQueue, imu), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := payloadString(t, desc.GetExecutionConfig().GetUserMetadata().GetSummary()); got != "optimize "+imu {
 		t.Errorf("static summary of the topic workflow: %q", got)
 	}
-	topicSummaries := activitySummaries(t, e.srv.Client, workflows.TopicWorkflowID(imu))
+	topicSummaries := activitySummaries(t, e.srv.Client, workflows.TopicWorkflowID(e.cfg.TaskQueue, imu))
 	checkSummaries(t, topicSummaries, map[string]*regexp.Regexp{
 		"Lease":       regexp.MustCompile(`^lease ` + regexp.QuoteMeta(imu) + ` \(full\)$`),
 		"ReadSort":    regexp.MustCompile(`^read-sort ` + regexp.QuoteMeta(imu) + ` \(full\)$`),
@@ -203,12 +203,12 @@ func TestLiveProgressAdvancesMidRun(t *testing.T) {
 		"ListQueuedTopics": regexp.MustCompile(`^list queued topics after topic 0 \(page of 100\)$`),
 	})
 	saveHistory(t, e.srv.Client, run.GetID(), "store-optimizer-progress")
-	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(imu), "optimize-topic-progress")
+	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(e.cfg.TaskQueue, imu), "optimize-topic-progress")
 }
 
 // sampleProgress reads the progress of run (its latest execution) and of the first topic in
-// flight; ok is false when the run's query failed.
-func sampleProgress(ctx context.Context, c client.Client, runID string) (s progressSample, ok bool) {
+// flight (on taskQueue, part of its workflow ID); ok is false when the run's query failed.
+func sampleProgress(ctx context.Context, c client.Client, taskQueue, runID string) (s progressSample, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if !query(ctx, c, runID, workflows.ProgressQuery, &s.run) {
@@ -218,7 +218,7 @@ func sampleProgress(ctx context.Context, c client.Client, runID string) (s progr
 	if len(s.run.InFlightLocators) == 0 {
 		return s, true
 	}
-	id := workflows.TopicWorkflowID(s.run.InFlightLocators[0])
+	id := workflows.TopicWorkflowID(taskQueue, s.run.InFlightLocators[0])
 	query(ctx, c, id, workflows.ProgressQuery, &s.topic)
 	s.topicDetails = currentDetails(ctx, c, id)
 	if desc, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {

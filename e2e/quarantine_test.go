@@ -46,7 +46,7 @@ func TestQuarantine(t *testing.T) {
 			t.Fatalf("run %d: failure record %+v, want %d failures, quarantined only after 3", run, rec, run)
 		}
 	}
-	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID("quar/bad"), "optimize-topic-input-failure")
+	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(e.cfg.TaskQueue, "quar/bad"), "optimize-topic-input-failure")
 
 	res := e.runPass(t, app.PassOptions{})
 	if res.Failed != 0 || res.Optimized != 0 || res.Quarantined != 1 || len(res.QuarantinedTopics) != 1 {

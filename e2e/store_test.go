@@ -307,7 +307,7 @@ func TestStoreFaultsEndRunsEarly(t *testing.T) {
 			t.Fatal(err)
 		}
 		saveHistory(t, srv.Client, id, "store-optimizer-store-fault")
-		saveHistory(t, srv.Client, workflows.TopicWorkflowID(res.Failures[0].Locator), "optimize-topic-store-fault")
+		saveHistory(t, srv.Client, workflows.TopicWorkflowID(e.cfg.TaskQueue, res.Failures[0].Locator), "optimize-topic-store-fault")
 		e.checkStoreFaultRun(t, res, ids, worker.StoreURL, "none of the topic's objects is in the store", "")
 	})
 }

@@ -154,7 +154,7 @@ func TestTerminatedRunReleasesItsTopics(t *testing.T) {
 	if err := e.srv.Client.TerminateWorkflow(ctx, run.GetID(), "", "operator terminates the run"); err != nil {
 		t.Fatal(err)
 	}
-	child := workflows.TopicWorkflowID(s.locator)
+	child := workflows.TopicWorkflowID(e.cfg.TaskQueue, s.locator)
 	waitUntil(t, time.Minute, "the topic's workflow has closed", func() bool {
 		return e.workflowStatus(t, child) != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	})
@@ -194,7 +194,7 @@ func TestTerminatedTopicIsTakenOverAndItsZombieCannotCommit(t *testing.T) {
 	s := topics[0]
 	rec := e.recordTopic(t, s.id)
 	stored := e.storeContent(t)
-	child := workflows.TopicWorkflowID(s.locator)
+	child := workflows.TopicWorkflowID(e.cfg.TaskQueue, s.locator)
 
 	sup := superviseWorker(t, e, faults.CommitBeforeTx+"=hang")
 	run := e.startRun(t, "terminate-child-1", suiteHeartbeat)

@@ -95,7 +95,7 @@ func TestSlowTopicDoesNotStallTheRun(t *testing.T) {
 		t.Fatalf("run is %v while %s still writes", st, slow)
 	}
 	// Still the first attempt of the slow topic's write: it was writing all along.
-	desc, err := e.srv.Client.DescribeWorkflowExecution(ctx, workflows.TopicWorkflowID(slow), "")
+	desc, err := e.srv.Client.DescribeWorkflowExecution(ctx, workflows.TopicWorkflowID(e.cfg.TaskQueue, slow), "")
 	if err != nil {
 		t.Fatal(err)
 	}

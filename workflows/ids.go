@@ -51,23 +51,57 @@ const (
 	hashedLocatorHexDigits = 32
 )
 
-// TopicWorkflowID returns the workflow ID of the OptimizeTopicWorkflow of one topic:
-// "storeopt-topic:" + locator. Temporal refuses a second running execution with the same ID, so at
-// most one optimization per topic runs at a time.
+// TopicWorkflowID returns the workflow ID of the OptimizeTopicWorkflow of one topic of the
+// installation whose workers poll taskQueue: "storeopt-topic:" + taskQueue + ":" + locator.
+// Temporal refuses a second running execution with the same ID, so at most one optimization per
+// topic of an installation runs at a time; two installations on one namespace (own catalogs,
+// stores and task queues: staging beside production) have distinct IDs for the same locator, so
+// neither skips the other's topics (docs/design.md#one-optimization-per-topic).
 //
-// A locator longer than 200 bytes or with any byte outside printable ASCII (0x20-0x7e: non-ASCII
-// characters, control characters, invalid UTF-8) gives "storeopt-topic:" + at most its first 100
-// characters made printable ASCII (invalid bytes dropped, every other character outside
-// printable ASCII replaced by '_') + "~" + the first 32 hex digits of the SHA-256 of the whole
-// locator. The SDK sends the workflow ID in a gRPC header ("temporal-resource-id"), and gRPC
-// refuses header values outside printable ASCII: a child with such an ID never completes a
-// workflow task. The result is deterministic, at most 164 bytes long for such locators, and
-// distinct for distinct locators (up to SHA-256 collisions).
-func TopicWorkflowID(locator string) string {
+// The task queue is used verbatim when it is at most 100 bytes of printable ASCII without ':';
+// any other gives its short form (as below, ':' also replaced by '_'), so the first ':' after
+// the prefix always ends it. A locator longer than 200 bytes or with any byte outside printable
+// ASCII (0x20-0x7e: non-ASCII characters, control characters, invalid UTF-8) gives at most its
+// first 100 characters made printable ASCII (invalid bytes dropped, every other character
+// outside printable ASCII replaced by '_') + "~" + the first 32 hex digits of the SHA-256 of
+// the whole locator. The SDK sends the workflow ID in a gRPC header ("temporal-resource-id"),
+// and gRPC refuses header values outside printable ASCII: a child with such an ID never
+// completes a workflow task. The result is deterministic, at most 164 bytes plus the task
+// queue's part (at most 133) long, and distinct for distinct (task queue, locator) pairs (up to
+// SHA-256 collisions).
+//
+// Executions recorded before the task queue was part of the ID (topicIDTaskQueueChange) start
+// their children with LegacyTopicWorkflowID.
+func TopicWorkflowID(taskQueue, locator string) string {
+	return topicWorkflowIDPrefix + taskQueuePart(taskQueue) + ":" + locatorPart(locator)
+}
+
+// LegacyTopicWorkflowID is the topic workflow ID of runs recorded before the task queue was part
+// of it: "storeopt-topic:" + the locator's part of TopicWorkflowID.
+func LegacyTopicWorkflowID(locator string) string {
+	return topicWorkflowIDPrefix + locatorPart(locator)
+}
+
+// locatorPart is the locator verbatim, or its short form when it is long or not printable ASCII.
+func locatorPart(locator string) string {
 	if len(locator) <= maxPlainLocatorBytes && isPrintableASCII(locator) {
-		return topicWorkflowIDPrefix + locator
+		return locator
 	}
-	return topicWorkflowIDPrefix + shortLocator(locator)
+	return shortLocator(locator)
+}
+
+// TaskQueueIDPart is how a task queue is written in an ID (TopicWorkflowID, the schedules'
+// IDs): verbatim when it is at most 100 bytes of printable ASCII without ':', else its short
+// form with ':' replaced by '_' (so it never holds a ':').
+func TaskQueueIDPart(taskQueue string) string {
+	return taskQueuePart(taskQueue)
+}
+
+func taskQueuePart(taskQueue string) string {
+	if len(taskQueue) <= hashedLocatorKeepBytes && isPrintableASCII(taskQueue) && !strings.Contains(taskQueue, ":") {
+		return taskQueue
+	}
+	return strings.ReplaceAll(shortLocator(taskQueue), ":", "_")
 }
 
 // isPrintableASCII reports whether every byte of s is in 0x20-0x7e.

@@ -48,6 +48,10 @@ const (
 	smallTopicBatchesChange = "small-topic-batches"
 	// DefaultBatchTopics is how many tiny topics one OptimizeSmallTopics activity optimizes.
 	DefaultBatchTopics = 25
+	// topicIDTaskQueueChange is the workflow.GetVersion change ID of topic workflow IDs that hold
+	// the run's task queue (version 1, TopicWorkflowID): executions recorded before it start
+	// their children as LegacyTopicWorkflowID(locator), as they did.
+	topicIDTaskQueueChange = "topic-id-task-queue"
 	// DefaultBatchTopicBytes is the largest estimated input of a tiny topic, bytes.
 	DefaultBatchTopicBytes = 1 << 20
 )
@@ -169,7 +173,7 @@ type StoreOptimizerResult struct {
 // continues as new with the run's state (so history stays bounded for any number of topics) and a
 // short page ends the run.
 //
-// Children get the workflow ID TopicWorkflowID(locator), the search attribute
+// Children get the workflow ID TopicWorkflowID(task queue, locator), the search attribute
 // TopicLocatorSearchAttribute (the server must have it registered, or child starts fail the run's
 // workflow tasks) and the static summary "optimize <locator>". A topic whose child
 // cannot start because another run is optimizing it is counted as skipped; a failed topic is
@@ -464,7 +468,7 @@ func (r *storeRun) mayStart(ctx workflow.Context, left int) bool {
 func (r *storeRun) startTopic(ctx workflow.Context, topic activities.QueuedTopic) workflow.Future {
 	r.inFlight = append(r.inFlight, topic.Locator)
 	r.showProgress(ctx)
-	return workflow.ExecuteChildWorkflow(topicContext(ctx, topic.Locator), OptimizeTopicWorkflow,
+	return workflow.ExecuteChildWorkflow(topicContext(ctx, r.topicWorkflowID(ctx, topic.Locator), topic.Locator), OptimizeTopicWorkflow,
 		OptimizeTopicInput{
 			TopicID:           topic.TopicID,
 			Locator:           topic.Locator,
@@ -487,10 +491,20 @@ func (r *storeRun) topicDone(ctx workflow.Context, topic activities.QueuedTopic)
 	}
 }
 
+// topicWorkflowID returns the workflow ID of a topic's child: TopicWorkflowID with the run's
+// task queue (the installation's: its workers poll it and the children run on it), or, in
+// executions recorded before topicIDTaskQueueChange, LegacyTopicWorkflowID.
+func (r *storeRun) topicWorkflowID(ctx workflow.Context, locator string) string {
+	if workflow.GetVersion(ctx, topicIDTaskQueueChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return LegacyTopicWorkflowID(locator)
+	}
+	return TopicWorkflowID(workflow.GetInfo(ctx).TaskQueueName, locator)
+}
+
 // topicContext sets the child workflow options of one topic's OptimizeTopicWorkflow.
-func topicContext(ctx workflow.Context, locator string) workflow.Context {
+func topicContext(ctx workflow.Context, id, locator string) workflow.Context {
 	return workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID: TopicWorkflowID(locator),
+		WorkflowID: id,
 		// A topic optimized by an earlier run may be optimized again; a running one is refused.
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -171,6 +172,8 @@ func TestStoreOptimizerBoundsTopicsInFlightAndAnswersProgress(t *testing.T) {
 	env := newTestEnv(t)
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(t0)
+	// The run's task queue is part of its children's workflow IDs.
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{TaskQueue: "storeopt-staging"})
 	summaries := recordSummaries(env)
 	// Start order differs from sorted order: the query sorts.
 	q := newQueue("seq/c", "seq/a", "seq/b", "seq/f", "seq/e", "seq/d", "seq/g")
@@ -180,7 +183,7 @@ func TestStoreOptimizerBoundsTopicsInFlightAndAnswersProgress(t *testing.T) {
 	var optionErrs []string
 	mockChildren(env, func(ctx workflow.Context, in OptimizeTopicInput) (OptimizeTopicResult, error) {
 		// Checked here rather than with require: this runs on a workflow goroutine.
-		if id := workflow.GetInfo(ctx).WorkflowExecution.ID; id != TopicWorkflowID(in.Locator) {
+		if id := workflow.GetInfo(ctx).WorkflowExecution.ID; id != "storeopt-topic:storeopt-staging:"+in.Locator {
 			optionErrs = append(optionErrs, "workflow ID "+id)
 		}
 		if sa, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(TopicLocatorKey); !ok || sa != in.Locator {
