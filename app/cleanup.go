@@ -17,12 +17,21 @@ import (
 	"github.com/storeopt/storeopt/workflows"
 )
 
-// CleanupScheduleID is the ID of the Temporal Schedule that starts cleanup passes periodically.
+// CleanupScheduleID is the ID of the Temporal Schedule that starts cleanup passes periodically
+// on the default task queue (see CleanupScheduleIDFor).
 const CleanupScheduleID = "storeopt-cleanup"
+
+// CleanupScheduleIDFor returns the ID of the cleanup Schedule of the installation whose workers
+// poll taskQueue: CleanupScheduleID on the default task queue, CleanupScheduleID + ":" + the
+// task queue on any other (as ScheduleIDFor).
+func CleanupScheduleIDFor(taskQueue string) string {
+	return perTaskQueue(CleanupScheduleID, taskQueue)
+}
 
 // CleanupWorkflowIDPrefix starts the workflow ID of every cleanup pass started by StartCleanup
 // ("storeopt-cleanup-<ULID>"); ScheduledCleanupWorkflowID is the workflow ID prefix of passes
-// started by the schedule (Temporal appends the time).
+// started by the schedule (Temporal appends the time; ":<task queue>" comes first on a task queue
+// other than the default, as CleanupScheduleIDFor).
 const (
 	CleanupWorkflowIDPrefix    = "storeopt-cleanup-"
 	ScheduledCleanupWorkflowID = "storeopt-cleanup-scheduled"
@@ -89,7 +98,7 @@ func RunCleanup(ctx context.Context, c client.Client, cfg Config, opts CleanupOp
 	return WaitCleanup(ctx, run)
 }
 
-// EnsureCleanupSchedule creates the Temporal Schedule CleanupScheduleID, or updates it when it
+// EnsureCleanupSchedule creates the Temporal Schedule CleanupScheduleIDFor(cfg.TaskQueue), or updates it when it
 // exists, so that it starts CleanupWorkflow with opts on cfg.TaskQueue every interval or on cron
 // (see ScheduleSpecFor) with overlap policy SKIP. A schedule it creates is unpaused; one it
 // updates keeps its paused state (an operator paused it on purpose).
@@ -101,8 +110,8 @@ func EnsureCleanupSchedule(ctx context.Context, c client.Client, cfg Config, opt
 	if err != nil {
 		return err
 	}
-	return upsertSchedule(ctx, c, CleanupScheduleID, spec, &client.ScheduleWorkflowAction{
-		ID:        ScheduledCleanupWorkflowID,
+	return upsertSchedule(ctx, c, CleanupScheduleIDFor(cfg.TaskQueue), spec, &client.ScheduleWorkflowAction{
+		ID:        perTaskQueue(ScheduledCleanupWorkflowID, cfg.TaskQueue),
 		Workflow:  workflows.CleanupWorkflow,
 		Args:      []any{opts.Input()},
 		TaskQueue: cfg.TaskQueue,

@@ -17,11 +17,31 @@ import (
 	"github.com/storeopt/storeopt/workflows"
 )
 
-// ScheduleID is the ID of the Temporal Schedule that starts optimization runs periodically.
+// ScheduleID is the ID of the Temporal Schedule that starts optimization runs periodically on
+// the default task queue (see ScheduleIDFor).
 const ScheduleID = "storeopt-store-optimizer"
 
+// ScheduleIDFor returns the ID of the Schedule of optimization runs of the installation whose
+// workers poll taskQueue: ScheduleID on the default task queue (workflows.TaskQueue; the ID
+// schedules had before installations were told apart, so an existing schedule is updated, not
+// joined by a second), ScheduleID + ":" + the task queue (workflows.TaskQueueIDPart) on any
+// other. Two installations on one namespace thus each keep a schedule of their own.
+func ScheduleIDFor(taskQueue string) string {
+	return perTaskQueue(ScheduleID, taskQueue)
+}
+
+// perTaskQueue returns id on the default task queue, id + ":" + the task queue otherwise.
+func perTaskQueue(id, taskQueue string) string {
+	if taskQueue == workflows.TaskQueue {
+		return id
+	}
+	return id + ":" + workflows.TaskQueueIDPart(taskQueue)
+}
+
 // RunWorkflowIDPrefix starts the workflow ID of every run started by RunPass
-// ("storeopt-run-<ULID>") and of every run started by the schedule ("storeopt-scheduled-<time>").
+// ("storeopt-run-<ULID>"), ScheduledWorkflowIDPrefix that of every run started by the schedule
+// ("storeopt-scheduled-<time>", on a task queue other than the default
+// "storeopt-scheduled:<task queue>-<time>", as ScheduleIDFor).
 const (
 	RunWorkflowIDPrefix       = "storeopt-run-"
 	ScheduledWorkflowIDPrefix = "storeopt-scheduled"
@@ -153,7 +173,7 @@ func ScheduleSpecFor(interval time.Duration, cron string) (client.ScheduleSpec, 
 	return client.ScheduleSpec{}, errors.New("a schedule needs an interval or a cron expression")
 }
 
-// EnsureSchedule creates the Temporal Schedule ScheduleID, or updates it when it exists, so that
+// EnsureSchedule creates the Temporal Schedule ScheduleIDFor(cfg.TaskQueue), or updates it when it exists, so that
 // it starts StoreOptimizerWorkflow with opts on cfg.TaskQueue every interval or on cron (see
 // ScheduleSpecFor) with overlap policy SKIP: a run that is still going when the next one is due
 // makes the schedule skip that one. A schedule it creates is unpaused; one it updates keeps its
@@ -169,8 +189,8 @@ func EnsureSchedule(ctx context.Context, c client.Client, cfg Config, opts PassO
 	if err != nil {
 		return err
 	}
-	return upsertSchedule(ctx, c, ScheduleID, spec, &client.ScheduleWorkflowAction{
-		ID:        ScheduledWorkflowIDPrefix,
+	return upsertSchedule(ctx, c, ScheduleIDFor(cfg.TaskQueue), spec, &client.ScheduleWorkflowAction{
+		ID:        perTaskQueue(ScheduledWorkflowIDPrefix, cfg.TaskQueue),
 		Workflow:  workflows.StoreOptimizerWorkflow,
 		Args:      []any{opts.Input()},
 		TaskQueue: cfg.TaskQueue,

@@ -140,3 +140,43 @@ func TestEnsureScheduleKeepsPausedSchedulePaused(t *testing.T) {
 		t.Errorf("the update unpaused a paused schedule")
 	}
 }
+
+// TestSchedulesOnePerInstallation: two installations (task queues) on one namespace each get a
+// run schedule and a cleanup schedule of their own, starting workflows on their own task queue
+// with workflow IDs of their own; the default task queue keeps the IDs schedules always had.
+func TestSchedulesOnePerInstallation(t *testing.T) {
+	srv := testenv.StartDevServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	prod := srv.Config("postgres://unused", "mem://")
+	staging := prod
+	staging.TaskQueue = "storeopt-staging"
+	for _, cfg := range []app.Config{prod, staging} {
+		if err := app.EnsureSchedule(ctx, srv.Client, cfg, app.PassOptions{}, 24*time.Hour, ""); err != nil {
+			t.Fatalf("schedule of %s: %v", cfg.TaskQueue, err)
+		}
+		if err := app.EnsureCleanupSchedule(ctx, srv.Client, cfg, app.CleanupOptions{}, 24*time.Hour, ""); err != nil {
+			t.Fatalf("cleanup schedule of %s: %v", cfg.TaskQueue, err)
+		}
+	}
+	want := map[string][2]string{ // schedule ID: task queue, workflow ID (prefix)
+		"storeopt-store-optimizer":                  {prod.TaskQueue, "storeopt-scheduled"},
+		"storeopt-store-optimizer:storeopt-staging": {"storeopt-staging", "storeopt-scheduled:storeopt-staging"},
+		"storeopt-cleanup":                          {prod.TaskQueue, "storeopt-cleanup-scheduled"},
+		"storeopt-cleanup:storeopt-staging":         {"storeopt-staging", "storeopt-cleanup-scheduled:storeopt-staging"},
+	}
+	for id, w := range want {
+		desc, err := srv.Client.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+		if err != nil {
+			t.Errorf("describe schedule %s: %v", id, err)
+			continue
+		}
+		act := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+		if act.TaskQueue != w[0] || act.ID != w[1] {
+			t.Errorf("schedule %s starts %s on %s, want %s on %s", id, act.ID, act.TaskQueue, w[1], w[0])
+		}
+	}
+	if got := app.ScheduleIDFor(staging.TaskQueue); got != "storeopt-store-optimizer:storeopt-staging" {
+		t.Errorf("ScheduleIDFor(%s) = %s", staging.TaskQueue, got)
+	}
+}

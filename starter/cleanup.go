@@ -43,8 +43,9 @@ killed worker's or ingester's, whose parts S3 keeps and bills) under tp_<ULID>/ 
 once they were started --retention-duration seconds ago (never a running optimization's).
 
 With --time-interval SECONDS (> 0) or --cron EXPR: create the Temporal Schedule
-"` + app.CleanupScheduleID + `" (or update it when it exists) to run passes with this retention
-periodically; a pass still going when the next one is due makes the schedule skip that one.`,
+"` + app.CleanupScheduleID + `" (or update it when it exists; on a --task-queue other than
+"` + workflows.TaskQueue + `" it is "` + app.CleanupScheduleID + `:<task queue>") to run passes with this
+retention periodically; a pass still going when the next one is due makes the schedule skip that one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if retentionSeconds < 0 {
@@ -53,7 +54,7 @@ periodically; a pass still going when the next one is due makes the schedule ski
 			opts := app.CleanupOptions{RetentionDuration: time.Duration(retentionSeconds) * time.Second}
 			return workflowJob[workflows.CleanupResult]{
 				what:       "cleanup",
-				scheduleID: app.CleanupScheduleID,
+				scheduleID: app.CleanupScheduleIDFor(e.cfg.TaskQueue),
 				describe:   fmt.Sprintf("CleanupWorkflow (retention %s)", opts.RetentionDuration),
 				schedule: func(ctx context.Context, c client.Client, interval time.Duration, cron string) error {
 					return app.EnsureCleanupSchedule(ctx, c, e.cfg, opts, interval, cron)

@@ -28,7 +28,8 @@ func newStoreOptimizerCommand(e *env) *cobra.Command {
 ("storeopt-run-<ULID>"), wait for it and print a summary. Exit status 1 when a topic failed.
 
 With --time-interval SECONDS (> 0) or --cron EXPR: create the Temporal Schedule
-"` + app.ScheduleID + `" (or update it when it exists) to start a run with these options
+"` + app.ScheduleID + `" (or update it when it exists; on a --task-queue other than
+"` + workflows.TaskQueue + `" it is "` + app.ScheduleID + `:<task queue>") to start a run with these options
 periodically; a run still going when the next one is due makes the schedule skip that one.
 
 With --dry-run: plan every topic the run would optimize (inputs -> outputs, bytes to read and
@@ -57,7 +58,7 @@ otherwise.`,
 			}
 			return workflowJob[workflows.StoreOptimizerResult]{
 				what:       "run",
-				scheduleID: app.ScheduleID,
+				scheduleID: app.ScheduleIDFor(e.cfg.TaskQueue),
 				describe:   "StoreOptimizerWorkflow",
 				schedule: func(ctx context.Context, c client.Client, interval time.Duration, cron string) error {
 					return app.EnsureSchedule(ctx, c, e.cfg, opts, interval, cron)
