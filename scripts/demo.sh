@@ -67,6 +67,6 @@ echo
 echo "Before/after for sequence $sequence (read = fetch and decode every chunk with pqarrow):"
 bin/starter report --sequence "$sequence" --before "$before"
 echo
-echo "Temporal Web UI: http://127.0.0.1:8233  (workflow IDs storeopt-run-… and storeopt-topic:$sequence/…)"
+echo "Temporal Web UI: http://127.0.0.1:8233  (workflow IDs storeopt-run-… and storeopt-topic:storeopt:$sequence/…)"
 echo "The dev server keeps running; stop it with: kill \$(cat $STOREOPT_CACHE/temporal-server.pid)"
 exit "$status"
