@@ -31,7 +31,7 @@ func TestSavePlanAndStageChunkNeedTheLease(t *testing.T) {
 	require.ErrorIs(t, err, catalog.ErrNotFound)
 
 	// After a takeover the old run is the zombie.
-	f.lease(t, "run-B")
+	f.takeOver(t, "run-A", "run-B")
 	require.ErrorIs(t, f.c.SavePlan(ctx, p), catalog.ErrLeaseLost)
 	require.ErrorIs(t, f.c.StageChunk(ctx, "run-A", staged), catalog.ErrLeaseLost)
 	_, err = f.c.LoadPlan(ctx, f.topicID, "run-A")
@@ -201,7 +201,7 @@ func TestCommitRefusals(t *testing.T) {
 		run    string // state to compare afterwards: the run whose plan must be untouched
 	}{{
 		name:   "lease taken over",
-		meddle: func(t *testing.T, f fixture) { f.lease(t, "run-B") },
+		meddle: func(t *testing.T, f fixture) { f.takeOver(t, "run-A", "run-B") },
 		check:  func(t *testing.T, err error) { require.ErrorIs(t, err, catalog.ErrLeaseLost) },
 		run:    "run-B",
 	}, {

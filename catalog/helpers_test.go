@@ -9,6 +9,7 @@ import (
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/internal/pgtest"
+	"github.com/storeopt/storeopt/policy"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -61,6 +62,16 @@ func testChunk(topicID int64, ordinal int, key string) catalog.Chunk {
 func (f fixture) lease(t *testing.T, token string) catalog.Lease {
 	t.Helper()
 	l, err := f.c.AcquireLease(context.Background(), f.topicID, "optimize/"+fmt.Sprint(f.topicID), token, "tp_NEW_"+token)
+	require.NoError(t, err)
+	return l
+}
+
+// takeOver takes the fixture topic's lease over from run holder (a run that is gone) for run token
+// with fresh prefix "tp_NEW_<token>".
+func (f fixture) takeOver(t *testing.T, holder, token string) catalog.Lease {
+	t.Helper()
+	l, err := f.c.TakeOverLease(context.Background(), f.topicID, holder, "optimize/"+fmt.Sprint(f.topicID), token,
+		"tp_NEW_"+token, policy.Full)
 	require.NoError(t, err)
 	return l
 }

@@ -180,9 +180,11 @@ func checkLease(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken stri
 // workflow owner (workflow ID), which will write its output under freshPrefix. The topic is
 // queued if it was not (a manually started optimization). If the run already holds the lease
 // (a retried call), the lease is returned unchanged, with the fresh prefix of the first call.
-// Otherwise the lease is taken over: a lease held by another run belongs to a dead or terminated
-// run (Temporal runs one workflow per topic at a time); that run's plan and staged chunks are
-// deleted and its fresh prefix is returned in Lease.PreviousFreshPrefix.
+// A lease held by another run is never taken here: the error is a *LeasedError (wrapping
+// ErrLeased) with the holder's lease as read under the queue row's lock, and nothing changes. Only
+// a holder that is gone may lose its lease, through TakeOverLease
+// (docs/design.md#one-optimization-per-topic): another run, a batch of tiny topics or a topic
+// workflow beside this one may be alive and about to commit.
 // Errors: ErrNotFound if the topic does not exist or is not finalized; ErrInvalid for empty or
 // non-UTF-8 arguments. It is AcquireLeaseFor with the Full policy.
 func (c *Catalog) AcquireLease(ctx context.Context, topicID int64, owner, fencingToken, freshPrefix string) (Lease, error) {
@@ -192,11 +194,43 @@ func (c *Catalog) AcquireLease(ctx context.Context, topicID int64, owner, fencin
 // AcquireLeaseFor is AcquireLease for a compaction of policy p (resolved: not Auto), which the
 // queue row records: Full requires a finalized topic, Tiered and Leveled also lease live ones.
 func (c *Catalog) AcquireLeaseFor(ctx context.Context, topicID int64, owner, fencingToken, freshPrefix string, p policy.Policy) (Lease, error) {
+	l, err := c.takeLease(ctx, topicID, "", owner, fencingToken, freshPrefix, p)
+	if err != nil {
+		return Lease{}, fmt.Errorf("catalog: acquire lease on topic %d for run %q: %w", topicID, fencingToken, err)
+	}
+	return l, nil
+}
+
+// TakeOverLease is a compare-and-swap of the topic's lease: if, under the queue row's lock, the
+// row is still held by the run holderToken, the lease goes to the run fencingToken of owner with
+// freshPrefix and policy p, the holder's plan and staged chunks are deleted, and the holder's fresh
+// prefix (read from that locked row) is returned in Lease.PreviousFreshPrefix: the only prefix a
+// caller may delete as the holder's partial output. The caller calls it only once it knows the
+// holder is gone (its workflow run closed; docs/design.md#one-optimization-per-topic). If the run
+// fencingToken already holds the lease (a retried takeover), the lease is returned unchanged. If
+// the row is held by anyone else, not leased, or not queued any more, nothing changes and the
+// error wraps ErrLeaseChanged. Other errors are AcquireLeaseFor's.
+func (c *Catalog) TakeOverLease(ctx context.Context, topicID int64, holderToken, owner, fencingToken, freshPrefix string, p policy.Policy) (Lease, error) {
+	if err := checkNonEmptyText("holder's fencing token", holderToken); err != nil {
+		return Lease{}, fmt.Errorf("catalog: take over lease on topic %d: %w", topicID, err)
+	}
+	l, err := c.takeLease(ctx, topicID, holderToken, owner, fencingToken, freshPrefix, p)
+	if err != nil {
+		return Lease{}, fmt.Errorf("catalog: take over lease on topic %d from run %q for run %q: %w",
+			topicID, holderToken, fencingToken, err)
+	}
+	return l, nil
+}
+
+// takeLease is AcquireLeaseFor (holderToken "": the row must be free or already ours) and
+// TakeOverLease (the row must be holderToken's or already ours), in one transaction that holds the
+// queue row's lock from the decision to the update.
+func (c *Catalog) takeLease(ctx context.Context, topicID int64, holderToken, owner, fencingToken, freshPrefix string, p policy.Policy) (Lease, error) {
 	for _, f := range []struct{ name, value string }{
 		{"lease owner", owner}, {"fencing token", fencingToken}, {"fresh prefix", freshPrefix},
 	} {
 		if err := checkNonEmptyText(f.name, f.value); err != nil {
-			return Lease{}, fmt.Errorf("catalog: acquire lease on topic %d: %w", topicID, err)
+			return Lease{}, err
 		}
 	}
 	var lease Lease
@@ -217,9 +251,20 @@ func (c *Catalog) AcquireLeaseFor(ctx context.Context, topicID int64, owner, fen
 			return fmt.Errorf("topic %d: queue row deleted concurrently (committed or released), retry", topicID)
 		}
 		lease = Lease{TopicID: topicID, Locator: t.Locator, OldPrefix: t.DataPrefix}
-		if row.token == fencingToken {
+		switch {
+		case row.token == fencingToken: // a retry of this run: the same lease back
 			lease.Owner, lease.FencingToken, lease.FreshPrefix, lease.LeasedAt = row.owner, row.token, row.freshPrefix, *row.leasedAt
 			return nil
+		case holderToken == "" && row.token != "":
+			holder := lease
+			holder.Owner, holder.FencingToken, holder.FreshPrefix, holder.LeasedAt = row.owner, row.token, row.freshPrefix, *row.leasedAt
+			return &LeasedError{Holder: holder}
+		case holderToken != "" && row.token != holderToken:
+			current := "not leased"
+			if row.token != "" {
+				current = fmt.Sprintf("held by run %q (owner %q)", row.token, row.owner)
+			}
+			return fmt.Errorf("topic %d: queue row is %s: %w", topicID, current, ErrLeaseChanged)
 		}
 		err = tx.QueryRow(ctx, `
 			UPDATE optimization_queue SET lease_owner = $2, fencing_token = $3, fresh_prefix = $4, leased_at = now(),
@@ -237,7 +282,7 @@ func (c *Catalog) AcquireLeaseFor(ctx context.Context, topicID int64, owner, fen
 		return nil
 	})
 	if err != nil {
-		return Lease{}, fmt.Errorf("catalog: acquire lease on topic %d for run %q: %w", topicID, fencingToken, err)
+		return Lease{}, err
 	}
 	return lease, nil
 }

@@ -117,9 +117,22 @@ func TestAcquireLease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, first, current)
 
-	// The run saves a plan and stages a chunk, then dies; a new run takes the topic over.
+	// The run saves a plan and stages a chunk. Another run asking for the lease gets the holder,
+	// and nothing changes: only a holder that is gone is taken over, and only TakeOverLease does it.
 	f.planAndStage(t, first, 1)
-	second, err := f.c.AcquireLease(ctx, f.topicID, "optimize/imu", "run-B", "tp_FRESH_B")
+	_, err = f.c.AcquireLease(ctx, f.topicID, "optimize/imu", "run-B", "tp_FRESH_B")
+	require.ErrorIs(t, err, catalog.ErrLeased)
+	var held *catalog.LeasedError
+	require.ErrorAs(t, err, &held)
+	require.Equal(t, first, held.Holder, "the holder as it is in the queue row")
+	current, err = f.c.LeaseOf(ctx, f.topicID)
+	require.NoError(t, err)
+	require.Equal(t, first, current, "a refused acquisition changes nothing")
+	_, err = f.c.LoadPlan(ctx, f.topicID, "run-A")
+	require.NoError(t, err, "the holder's plan is kept")
+
+	// run-A dies; run-B takes the topic over from it.
+	second, err := f.c.TakeOverLease(ctx, f.topicID, "run-A", "optimize/imu", "run-B", "tp_FRESH_B", policy.Full)
 	require.NoError(t, err)
 	require.Equal(t, "run-B", second.FencingToken)
 	require.Equal(t, "tp_FRESH_B", second.FreshPrefix)
@@ -133,6 +146,15 @@ func TestAcquireLease(t *testing.T) {
 	staged, err := f.c.StagedChunks(ctx, f.topicID, "run-A")
 	require.NoError(t, err)
 	require.Empty(t, staged, "the dead run's staged chunks are gone")
+
+	// A retried takeover (and a retried acquisition) of run-B gets its lease back, and reports no
+	// prefix to delete: tp_FRESH_B is run-B's own.
+	again, err := f.c.TakeOverLease(ctx, f.topicID, "run-A", "optimize/imu", "run-B", "tp_FRESH_B_RETRY", policy.Full)
+	require.NoError(t, err)
+	require.Equal(t, current, again)
+	again, err = f.c.AcquireLease(ctx, f.topicID, "optimize/imu", "run-B", "tp_FRESH_B_RETRY")
+	require.NoError(t, err)
+	require.Equal(t, current, again)
 	n, err := f.c.QueueLength(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
@@ -146,6 +168,91 @@ func TestAcquireLease(t *testing.T) {
 	after, err := f.c.LeaseOf(ctx, f.topicID)
 	require.NoError(t, err)
 	require.Equal(t, current, after, "refused calls change nothing")
+}
+
+// TestTakeOverLeaseIsACompareAndSwap: a takeover succeeds only while the row is still held by the
+// run the caller decided to take it from. A holder that changed in between (another taker, a
+// commit, a release) is left alone, with its fresh prefix: the caller gets ErrLeaseChanged and
+// no prefix to delete.
+func TestTakeOverLeaseIsACompareAndSwap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	f.lease(t, "run-A")
+
+	// Two takers both saw run-A; B takes it over first. C's takeover from run-A finds run-B.
+	b := f.takeOver(t, "run-A", "run-B")
+	require.Equal(t, "tp_NEW_run-A", b.PreviousFreshPrefix)
+	f.planAndStage(t, b, 1)
+	_, err := f.c.TakeOverLease(ctx, f.topicID, "run-A", "optimize/x", "run-C", "tp_NEW_run-C", policy.Full)
+	require.ErrorIs(t, err, catalog.ErrLeaseChanged)
+	require.NotErrorIs(t, err, catalog.ErrLeased)
+	require.ErrorContains(t, err, `held by run "run-B"`)
+	current, err := f.c.LeaseOf(ctx, f.topicID)
+	require.NoError(t, err)
+	b.PreviousFreshPrefix = ""
+	require.Equal(t, b, current, "run-B keeps its lease")
+	_, err = f.c.LoadPlan(ctx, f.topicID, "run-B")
+	require.NoError(t, err, "and its plan")
+
+	// The holder releases before the takeover: the row is gone, the takeover changes nothing
+	// (and does not queue the topic again).
+	released, _, err := f.c.ReleaseLease(ctx, f.topicID, "run-B")
+	require.NoError(t, err)
+	require.True(t, released)
+	_, err = f.c.TakeOverLease(ctx, f.topicID, "run-B", "optimize/x", "run-C", "tp_NEW_run-C", policy.Full)
+	require.ErrorIs(t, err, catalog.ErrLeaseChanged)
+	queued, err := f.c.IsQueued(ctx, f.topicID)
+	require.NoError(t, err)
+	require.False(t, queued)
+
+	// Queued but not leased: nothing to take over from either; acquiring it works.
+	require.NoError(t, f.c.Enqueue(ctx, f.topicID))
+	_, err = f.c.TakeOverLease(ctx, f.topicID, "run-B", "optimize/x", "run-C", "tp_NEW_run-C", policy.Full)
+	require.ErrorIs(t, err, catalog.ErrLeaseChanged)
+	require.ErrorContains(t, err, "not leased")
+	c := f.lease(t, "run-C")
+	require.Empty(t, c.PreviousFreshPrefix)
+
+	_, err = f.c.TakeOverLease(ctx, f.topicID, "", "optimize/x", "run-D", "tp_NEW_run-D", policy.Full)
+	require.ErrorIs(t, err, catalog.ErrInvalid, "a takeover names its holder")
+}
+
+// TestConcurrentTakeOversHaveOneWinner: many runs that all decided run-A is gone take its lease
+// over at once; exactly one gets it (and run-A's prefix to delete), every other one gets
+// ErrLeaseChanged.
+func TestConcurrentTakeOversHaveOneWinner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 1)
+	f.lease(t, "run-A")
+	const takers = 8
+	type result struct {
+		lease catalog.Lease
+		err   error
+	}
+	results := make(chan result, takers)
+	for i := range takers {
+		go func() {
+			token := fmt.Sprintf("run-%d", i)
+			l, err := f.c.TakeOverLease(ctx, f.topicID, "run-A", "optimize/x", token, "tp_NEW_"+token, policy.Full)
+			results <- result{l, err}
+		}()
+	}
+	var winners []catalog.Lease
+	for range takers {
+		r := <-results
+		if r.err == nil {
+			winners = append(winners, r.lease)
+			continue
+		}
+		require.ErrorIs(t, r.err, catalog.ErrLeaseChanged)
+	}
+	require.Len(t, winners, 1)
+	require.Equal(t, "tp_NEW_run-A", winners[0].PreviousFreshPrefix)
+	current, err := f.c.LeaseOf(ctx, f.topicID)
+	require.NoError(t, err)
+	require.Equal(t, winners[0].FencingToken, current.FencingToken)
 }
 
 func TestAcquireLeaseQueuesAndRefusesUnfinalized(t *testing.T) {

@@ -6,6 +6,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/storeopt/storeopt/policy"
@@ -18,6 +19,29 @@ var ErrNotFound = errors.New("catalog: not found")
 // queue row is gone or now belongs to another run (fencing token mismatch): a newer run took the
 // topic over, so this run must not write to the catalog.
 var ErrLeaseLost = errors.New("catalog: lease lost to another run")
+
+// ErrLeased is returned by AcquireLease when another run holds the topic's lease: the error is a
+// *LeasedError naming the holder. The caller takes the lease over (TakeOverLease) only once the
+// holder is gone (docs/design.md#one-optimization-per-topic).
+var ErrLeased = errors.New("catalog: leased by another run")
+
+// ErrLeaseChanged is returned by TakeOverLease when the topic's queue row is no longer held by the
+// run to take it over from (it committed, released, or another run took it in between): nothing
+// changed; decide again from the row as it is now.
+var ErrLeaseChanged = errors.New("catalog: lease changed hands")
+
+// LeasedError is the error (wrapping ErrLeased) of AcquireLease on a topic whose lease another run
+// holds: that run's lease, read under the queue row's lock.
+type LeasedError struct {
+	Holder Lease
+}
+
+func (e *LeasedError) Error() string {
+	return fmt.Sprintf("topic %d (%q) is leased by run %q of %q since %s: %v", e.Holder.TopicID, e.Holder.Locator,
+		e.Holder.FencingToken, e.Holder.Owner, e.Holder.LeasedAt.UTC().Format(time.RFC3339), ErrLeased)
+}
+
+func (e *LeasedError) Unwrap() error { return ErrLeased }
 
 // ErrChunkSetChanged is returned by Commit when the topic's chunk set is no longer the one the
 // plan was computed from (a chunk was added, removed or replaced in between).
@@ -120,8 +144,9 @@ type Lease struct {
 	FreshPrefix  string // "tp_<ULID>": where this run writes its output
 	OldPrefix    string // the topic's current data prefix
 	LeasedAt     time.Time
-	// PreviousFreshPrefix is set only by the AcquireLease call that took the lease over from
-	// another run: that run's fresh prefix, whose partial output nothing references any more.
+	// PreviousFreshPrefix is set only by the TakeOverLease call that took the lease over from
+	// another run: that run's fresh prefix, read under the queue row's lock, whose partial output
+	// nothing references any more.
 	PreviousFreshPrefix string
 }
 
