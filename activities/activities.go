@@ -46,8 +46,22 @@ type Activities struct {
 	QuarantineAfter int
 	// Metrics receives how topics end and what cleanup deletes (see metrics.go); nil = none.
 	Metrics metrics.Recorder
+	// Runs tells Lease whether the run holding a topic's lease is still open; nil = every holder
+	// is taken to be alive, so no lease is ever taken over (tests and tools that call the
+	// activities by hand give it a fake that knows their runs).
+	Runs Runs
 
 	poolOnce sync.Once
+}
+
+// Runs tells whether a workflow run is still open, as Temporal reports it (the worker describes
+// the execution; see app.TemporalRuns). Lease asks it before it takes a lease over from another
+// run: only a holder that is gone loses its lease (docs/design.md#one-optimization-per-topic).
+type Runs interface {
+	// RunOpen reports whether run runID of workflow workflowID is still open (running). A run
+	// Temporal does not know is gone (false, nil); an error means it could not tell, and the
+	// caller retries.
+	RunOpen(ctx context.Context, workflowID, runID string) (bool, error)
 }
 
 // pool returns the worker's memory pool.
@@ -165,10 +179,15 @@ func (a *Activities) ListQueuedTopics(ctx context.Context, in ListQueuedTopicsIn
 
 // Lease takes the topic's queue row for the calling workflow run (owner = workflow ID, fencing
 // token = run ID) with a fresh data prefix; a retry of the same run gets the same lease back.
-// The policy auto is resolved for the topic (LeaseResult.Policy). When the lease is taken over
-// from an earlier run of the topic (terminated, or timed out), that run's partial output is
-// deleted. Errors: ErrTypeNotFound when the topic does not exist or, for full, is not finalized;
-// ErrTypeInput for an unknown policy. With SkipIfOptimized, a topic that no longer needs a
+// The policy auto is resolved for the topic (LeaseResult.Policy). One optimization per topic at a
+// time, whoever runs it (docs/design.md#one-optimization-per-topic): a lease another run holds is
+// taken over only when that run is gone (its workflow run closed, as Runs reports it), through a
+// compare-and-swap on the holder's fencing token, and only the fresh prefix that takeover returned
+// from the locked queue row is deleted as the holder's partial output. A holder that is still open
+// (or any holder, when Runs is nil) means no lease: the result says Leased, with the Holder, and
+// the caller skips the topic. Errors: ErrTypeNotFound when the topic does not exist or, for full,
+// is not finalized; ErrTypeInput for an unknown policy; a retryable error when Temporal cannot
+// tell whether the holder is open. With SkipIfOptimized, a topic that no longer needs a
 // compaction of the policy gets no lease: the result says AlreadyOptimized.
 func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, error) {
 	owner, token := run(ctx)
@@ -210,31 +229,74 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 			return LeaseResult{}, err
 		}
 	}
-	// An earlier run's lease is taken over below. Its partial output is deleted first: after the
-	// takeover the catalog no longer names that prefix, so if the deletion failed (or the worker
-	// died) after it, no retry could find the objects again.
-	prev, err := a.Catalog.LeaseOf(ctx, in.TopicID)
-	switch {
-	case err == nil && prev.FencingToken != token:
-		if err := a.deletePartialOutput(ctx, prev.Locator, prev.FreshPrefix); err != nil {
-			return LeaseResult{}, err
-		}
-	case err != nil && !errors.Is(err, catalog.ErrNotFound):
-		return LeaseResult{}, err
+	l, err := a.acquireLease(ctx, in.TopicID, owner, token, pol)
+	var held *catalog.LeasedError
+	if errors.As(err, &held) {
+		h := held.Holder
+		logger(ctx).Info("Topic skipped: leased by a live run", "topic", h.Locator, "holder", h.Owner,
+			"holder_run", h.FencingToken)
+		a.recorder().TopicSkipped(policyLabel(string(pol)), metrics.SkipLeased)
+		return LeaseResult{Leased: true, Holder: &LeaseHolder{WorkflowID: h.Owner, RunID: h.FencingToken},
+			Locator: h.Locator, OldPrefix: h.OldPrefix, Policy: string(pol)}, nil
 	}
-	l, err := a.Catalog.AcquireLeaseFor(ctx, in.TopicID, owner, token, store.NewPrefix(), pol)
 	if err != nil {
-		return LeaseResult{}, a.classify(fmt.Sprintf("#%d", in.TopicID), err)
+		return LeaseResult{}, err
 	}
 	if err := faults.Hit(ctx, faults.LeaseAfter); err != nil {
 		return LeaseResult{}, err
 	}
-	if l.PreviousFreshPrefix != "" { // a run that took the lease between LeaseOf and AcquireLease
+	if l.PreviousFreshPrefix != "" {
+		// The catalog no longer names this prefix: a deletion that fails (or a worker that dies
+		// here) leaves it to the cleanup routine, which deletes unreferenced prefixes.
 		if err := a.deletePartialOutput(ctx, l.Locator, l.PreviousFreshPrefix); err != nil {
-			return LeaseResult{}, err
+			logger(ctx).Warn("Partial output of a closed run left to the cleanup routine", "topic", l.Locator,
+				"prefix", l.PreviousFreshPrefix, "error", err)
 		}
 	}
 	return LeaseResult{Locator: l.Locator, OldPrefix: l.OldPrefix, FreshPrefix: l.FreshPrefix, Policy: string(pol)}, nil
+}
+
+// maxTakeOverAttempts bounds how often acquireLease decides again when the lease changed hands
+// between reading its holder and taking it over.
+const maxTakeOverAttempts = 3
+
+// acquireLease takes the topic's lease for the run (owner, token) with a fresh prefix: acquired
+// when the queue row is free or already this run's; taken over from a holder whose run is closed
+// (catalog.TakeOverLease, which succeeds only while that holder still holds the row, and returns
+// its fresh prefix in PreviousFreshPrefix). A holder that is open (or cannot be asked: Runs nil) is
+// returned as the catalog's *catalog.LeasedError; other errors are classified.
+func (a *Activities) acquireLease(ctx context.Context, topicID int64, owner, token string, pol policy.Policy) (catalog.Lease, error) {
+	where := fmt.Sprintf("#%d", topicID)
+	fresh := store.NewPrefix()
+	for attempt := 1; ; attempt++ {
+		l, err := a.Catalog.AcquireLeaseFor(ctx, topicID, owner, token, fresh, pol)
+		var held *catalog.LeasedError
+		if !errors.As(err, &held) {
+			return l, a.classify(where, err)
+		}
+		h := held.Holder
+		if a.Runs == nil {
+			return catalog.Lease{}, held
+		}
+		open, err := a.Runs.RunOpen(ctx, h.Owner, h.FencingToken)
+		if err != nil {
+			return catalog.Lease{}, fmt.Errorf("topic %s: is run %q of workflow %q, which holds the lease, still open: %w",
+				h.Locator, h.FencingToken, h.Owner, err)
+		}
+		if open {
+			return catalog.Lease{}, held
+		}
+		l, err = a.Catalog.TakeOverLease(ctx, topicID, h.FencingToken, owner, token, fresh, pol)
+		if errors.Is(err, catalog.ErrLeaseChanged) && attempt < maxTakeOverAttempts {
+			continue // committed, released or taken by another run meanwhile: decide again
+		}
+		if err != nil {
+			return catalog.Lease{}, a.classify(h.Locator, err)
+		}
+		logger(ctx).Info("Lease taken over from a closed run", "topic", l.Locator, "holder", h.Owner,
+			"holder_run", h.FencingToken, "holder_prefix", l.PreviousFreshPrefix)
+		return l, nil
+	}
 }
 
 // trigger returns the catalog trigger of the run's input.
@@ -250,7 +312,8 @@ func (in EnqueueTopicsInput) trigger() (catalog.Trigger, error) {
 	return catalog.Trigger{Policy: p, MinChunks: in.MinChunks, MaxChunkSizeBytes: in.MaxChunkSizeBytes, Scope: scope}, nil
 }
 
-// deletePartialOutput deletes the objects an earlier run of the topic wrote under prefix.
+// deletePartialOutput deletes the objects a closed run whose lease was taken over wrote under
+// prefix (the prefix the takeover returned).
 func (a *Activities) deletePartialOutput(ctx context.Context, locator, prefix string) error {
 	n, err := store.DeletePrefix(ctx, a.Bucket, prefix)
 	if err != nil {

@@ -19,13 +19,14 @@ import (
 // Outcomes of one topic of an OptimizeSmallTopics batch (SmallTopicResult.Outcome).
 const (
 	OutcomeOptimized   = "optimized"
-	OutcomeSkipped     = "skipped"     // optimized by another run, or its lease taken over by another run
+	OutcomeSkipped     = "skipped"     // optimized by another run, or leased by another open run
 	OutcomeQuarantined = "quarantined" // quarantined since the run listed it
 	OutcomeNothingToDo = "nothing-to-do"
 	OutcomeFailed      = "failed"
-	// OutcomeLeased: another run holds the topic's lease; nothing was done. The workflow
-	// optimizes it through a topic workflow of its own, whose workflow ID tells a running
-	// optimization (skipped) from a lease left behind (taken over).
+	// OutcomeLeased is no longer returned: a topic another open run holds the lease of is
+	// OutcomeSkipped. Batches recorded by older workers returned it when another run held the
+	// lease, and the workflow then started a topic workflow for the topic; the constant stays so
+	// that those histories replay.
 	OutcomeLeased = "leased"
 	// OutcomeGivenBack: a step of the topic failed with a retryable error; its partial output
 	// was deleted and its lease given back (the topic stays queued, nothing counts toward
@@ -83,12 +84,15 @@ type OptimizeSmallTopicsResult struct {
 //
 // The lease is the calling run's (owner = workflow ID, fencing token = run ID), so a retried
 // batch gets each lease back; a topic this run already committed (a retry after a crash) is
-// reported optimized from its optimization record. A topic whose lease another run holds is
-// left alone (OutcomeLeased). A step's non-retryable error fails only its topic (released,
-// counted toward quarantine as usual) and a step's retryable error gives only its topic back
-// (OutcomeGivenBack): the batch goes on either way. An error that concerns the whole batch (the
-// catalog unreachable, so that the topic cannot even be given back) fails the batch, which
-// Temporal retries; once its attempts are spent the workflow releases its topics
+// reported optimized from its optimization record. Lease decides alone whether a topic whose
+// lease another run holds is taken (docs/design.md#one-optimization-per-topic): from a run that
+// is closed it is taken over; a run that is still open (another pass beside this one, a topic
+// workflow started by hand) keeps it, and the topic is OutcomeSkipped. The batch reads no lease
+// itself, so nothing acts on a lease read earlier. A step's non-retryable error fails only its
+// topic (released, counted toward quarantine as usual) and a step's retryable error gives only its
+// topic back (OutcomeGivenBack): the batch goes on either way. An error that concerns the whole
+// batch (the catalog unreachable, so that the topic cannot even be given back) fails the batch,
+// which Temporal retries; once its attempts are spent the workflow releases its topics
 // (ReleaseSmallTopics). After a cancellation the topic in hand is released and the batch returns
 // the cancellation.
 func (a *Activities) OptimizeSmallTopics(ctx context.Context, in OptimizeSmallTopicsInput) (OptimizeSmallTopicsResult, error) {
@@ -113,12 +117,6 @@ func (a *Activities) OptimizeSmallTopics(ctx context.Context, in OptimizeSmallTo
 func (a *Activities) optimizeSmallTopic(ctx context.Context, in OptimizeSmallTopicsInput, t SmallTopic) (SmallTopicResult, error) {
 	res := SmallTopicResult{TopicID: t.TopicID, Locator: t.Locator, Policy: in.Policy}
 	_, token := run(ctx)
-	if l, err := a.Catalog.LeaseOf(ctx, t.TopicID); err == nil && l.FencingToken != token {
-		res.Outcome = OutcomeLeased
-		return res, nil
-	} else if err != nil && !errors.Is(err, catalog.ErrNotFound) {
-		return res, err
-	}
 	var lease LeaseResult
 	err := a.timed(metrics.StepLease, func() (err error) {
 		lease, err = a.Lease(ctx, LeaseInput{TopicID: t.TopicID, SkipIfOptimized: true, Policy: in.Policy,
@@ -134,6 +132,9 @@ func (a *Activities) optimizeSmallTopic(ctx context.Context, in OptimizeSmallTop
 		return a.committedByThisRun(ctx, res, token)
 	case lease.Quarantined != nil:
 		res.Outcome, res.Quarantined = OutcomeQuarantined, lease.Quarantined
+		return res, nil
+	case lease.Leased: // another run that is still open optimizes it
+		res.Outcome = OutcomeSkipped
 		return res, nil
 	}
 	var plan ReadSortResult

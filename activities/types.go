@@ -123,6 +123,16 @@ type LeaseResult struct {
 	FreshPrefix string
 	// Policy is the policy the compaction applies (auto resolved; "" in old histories = full).
 	Policy string
+	// Leased is true, and no lease taken, when another run that is still open holds the topic's
+	// lease (Holder): the topic is skipped (docs/design.md#one-optimization-per-topic).
+	Leased bool         `json:",omitempty"`
+	Holder *LeaseHolder `json:",omitempty"`
+}
+
+// LeaseHolder is the workflow run that holds a topic's lease: owner and fencing token.
+type LeaseHolder struct {
+	WorkflowID string
+	RunID      string
 }
 
 // ReadSortInput is the input of ReadSort.

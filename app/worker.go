@@ -106,6 +106,7 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 		MemoryPool:      pool,
 		QuarantineAfter: cfg.QuarantineAfter,
 		Metrics:         opts.recorder(),
+		Runs:            TemporalRuns{Client: c},
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker on task queue %s: %w", cfg.TaskQueue, err)

@@ -211,6 +211,9 @@ func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
 	if err != nil {
 		return res, fmt.Errorf("lease: %w", err)
 	}
+	if lease.Leased { // the activities have no Runs here: a lease left by another job is never taken over
+		return res, fmt.Errorf("lease: topic %s is leased by run %s", lease.Locator, lease.Holder.RunID)
+	}
 	res.OutputPrefix = lease.FreshPrefix
 	t.done("lease")
 	rs, err := acts.ReadSort(ctx, activities.ReadSortInput{TopicID: spec.TopicID, MaxChunkSizeBytes: spec.MaxChunkSize})

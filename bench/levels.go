@@ -134,6 +134,9 @@ func (b *benchCatalog) compact(ctx context.Context, cfg config, policy string) (
 	if err != nil {
 		return "", 0, fmt.Errorf("lease: %w", err)
 	}
+	if lease.Leased { // the activities have no Runs here: a lease left by another job is never taken over
+		return "", 0, fmt.Errorf("lease: topic %s is leased by run %s", lease.Locator, lease.Holder.RunID)
+	}
 	b.prefixes = append(b.prefixes, lease.FreshPrefix)
 	rs, err := b.acts.ReadSort(ctx, activities.ReadSortInput{TopicID: b.d.TopicID, MaxChunkSizeBytes: cfg.maxChunkSize, Policy: lease.Policy})
 	if err != nil {

@@ -45,10 +45,12 @@ const (
 	SkipQuarantined = "quarantined"
 	// SkipNothingToDo: the policy selected no chunk; the lease was given back (Release).
 	SkipNothingToDo = "nothing_to_do"
+	// SkipLeased: another run that is still open holds the topic's lease (Lease).
+	SkipLeased = "leased"
 )
 
 // SkipReasons lists the reason label values.
-var SkipReasons = []string{SkipAlreadyOptimized, SkipQuarantined, SkipNothingToDo}
+var SkipReasons = []string{SkipAlreadyOptimized, SkipQuarantined, SkipNothingToDo, SkipLeased}
 
 // Error types of storeopt_topics_failed_total (label error_type) that are not the type of a
 // storeopt activity error (activities.ErrType*, which are used as they are).

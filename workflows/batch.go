@@ -14,10 +14,10 @@ import (
 // BatchTopicBytes (and MaxChunkSizeBytes) BatchTopics at a time in one OptimizeSmallTopics
 // activity instead of a topic workflow each, so that a run over thousands of tiny topics spends
 // a few history events per topic rather than a workflow with its own history. Each topic is
-// still verified and switched atomically by Commit; a topic another run holds the lease of, or
-// one that a step's retryable error gave back, is handed to a topic workflow of its own. A batch
-// that fails as a whole has its topics released by ReleaseSmallTopics
-// (docs/design.md#batches-of-tiny-topics).
+// still verified and switched atomically by Commit. A topic another open run holds the lease of
+// is skipped (docs/design.md#one-optimization-per-topic); one that a step's retryable error gave
+// back is handed to a topic workflow of its own. A batch that fails as a whole has its topics
+// released by ReleaseSmallTopics (docs/design.md#batches-of-tiny-topics).
 
 // batchReleaseChange is the workflow.GetVersion change ID of ReleaseSmallTopics after a batch
 // failed as a whole (version 1): executions recorded before it record the batch's topics failed
@@ -111,10 +111,11 @@ func (r *storeRun) releaseBatch(ctx workflow.Context, w *windows, topics []activ
 	})
 }
 
-// batchDone records the outcome of every topic of a finished batch. A topic another run held
-// the lease of, or one given back after a retryable error, gets a topic workflow of its own now;
-// a batch that failed as a whole (its retries spent, or canceled) fails each of its topics
-// without a result.
+// batchDone records the outcome of every topic of a finished batch. A topic given back after a
+// retryable error gets a topic workflow of its own now, as does one reported OutcomeLeased (only
+// by batches of older workers, when another run held its lease: those histories replay); a batch
+// that failed as a whole (its retries spent, or canceled) fails each of its topics without a
+// result.
 func (r *storeRun) batchDone(ctx workflow.Context, w *windows, topics []activities.QueuedTopic,
 	res activities.OptimizeSmallTopicsResult, err error) {
 	results := map[int64]activities.SmallTopicResult{}

@@ -65,7 +65,7 @@ type OptimizeTopicResult struct {
 	// commit): nothing was done twice.
 	AlreadyCommitted bool
 	// Skipped is true when there was nothing to do: the topic was optimized by another run after
-	// this run listed it.
+	// this run listed it, or another run that is still open holds its lease.
 	Skipped bool
 	// Quarantined is set (and nothing done) when another run's failure quarantined the topic
 	// after this run listed it.
@@ -151,6 +151,16 @@ func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult,
 	}
 	if lease.AlreadyOptimized {
 		o.logger.Info("Topic skipped: already optimized by another run")
+		return OptimizeTopicResult{Locator: o.in.Locator, Skipped: true}, nil
+	}
+	if lease.Leased {
+		// Another run that is still open optimizes the topic; it keeps its lease
+		// (docs/design.md#one-optimization-per-topic).
+		h := lease.Holder
+		if h == nil {
+			h = &activities.LeaseHolder{}
+		}
+		o.logger.Info("Topic skipped: leased by a live run", "HolderWorkflowID", h.WorkflowID, "HolderRunID", h.RunID)
 		return OptimizeTopicResult{Locator: o.in.Locator, Skipped: true}, nil
 	}
 	if q := lease.Quarantined; q != nil {

@@ -274,3 +274,18 @@ func hasErrorType(err error, errType string) bool {
 	}
 	return false
 }
+
+// TestOptimizeTopicSkipsATopicALiveRunHolds: a Lease that says another open run holds the topic
+// ends the optimization as skipped, with no other step and no release (the lease is not ours).
+func TestOptimizeTopicSkipsATopicALiveRunHolds(t *testing.T) {
+	env := newTestEnv(t)
+	env.OnActivity(a.Lease, mock.Anything, mock.Anything).Return(activities.LeaseResult{Locator: testLocator,
+		Leased: true, Holder: &activities.LeaseHolder{WorkflowID: "storeopt-optimizer", RunID: "run-live"}}, nil)
+
+	env.ExecuteWorkflow(OptimizeTopicWorkflow, topicInput(2))
+
+	require.NoError(t, env.GetWorkflowError())
+	var res OptimizeTopicResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, OptimizeTopicResult{Locator: testLocator, Skipped: true}, res)
+}
