@@ -3,12 +3,10 @@ package activities_test
 import (
 	"context"
 	"errors"
-	"io"
 	"sync"
 	"testing"
 
 	"go.temporal.io/sdk/testsuite"
-	"gocloud.dev/blob"
 
 	"github.com/storeopt/storeopt/activities"
 	"github.com/storeopt/storeopt/catalog"
@@ -44,23 +42,6 @@ func (f *fakeRuns) set(runID string, open bool) {
 	f.open[runID] = open
 }
 
-// objectsUnder counts the store's objects under prefix.
-func objectsUnder(t *testing.T, a *activities.Activities, prefix string) int {
-	t.Helper()
-	n := 0
-	it := a.Bucket.List(&blob.ListOptions{Prefix: prefix + "/"})
-	for {
-		_, err := it.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-}
-
 // holderWrites leases the topic for run token (owner "storeopt-optimizer") and writes its whole
 // plan under its fresh prefix, uncommitted, as a run in the middle of its optimization has; it
 // returns that prefix.
@@ -73,7 +54,7 @@ func holderWrites(t *testing.T, a *activities.Activities, topicID int64, token s
 	if err != nil || l.FencingToken != token {
 		t.Fatalf("lease after %s wrote: %+v, %v", token, l, err)
 	}
-	if objectsUnder(t, a, l.FreshPrefix) == 0 {
+	if len(objectsUnder(t, a.Bucket, l.FreshPrefix)) == 0 {
 		t.Fatalf("run %s wrote nothing under %s", token, l.FreshPrefix)
 	}
 	return l.FreshPrefix
@@ -92,7 +73,7 @@ func TestLeaseTakesOverOnlyFromAClosedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := objectsUnder(t, a, topic.DataPrefix)
+	data := len(objectsUnder(t, a.Bucket, topic.DataPrefix))
 	runs := &fakeRuns{open: map[string]bool{}}
 	a.Runs = runs
 
@@ -100,10 +81,10 @@ func TestLeaseTakesOverOnlyFromAClosedRun(t *testing.T) {
 	earlier := holderWrites(t, a, id, "run-G")
 	holder := holderWrites(t, a, id, "run-H")
 	runs.set("run-H", true)
-	if n := objectsUnder(t, a, earlier); n != 0 {
+	if n := len(objectsUnder(t, a.Bucket, earlier)); n != 0 {
 		t.Fatalf("run-G's prefix %s still has %d objects after run-H took its lease over", earlier, n)
 	}
-	held := objectsUnder(t, a, holder)
+	held := len(objectsUnder(t, a.Bucket, holder))
 	before, _ := a.Catalog.LeaseOf(ctx, id)
 
 	other := activities.WithRun(ctx, "storeopt-topic:acts/imu", "run-T")
@@ -144,7 +125,7 @@ func TestLeaseTakesOverOnlyFromAClosedRun(t *testing.T) {
 	if after, err := a.Catalog.LeaseOf(ctx, id); err != nil || after != before {
 		t.Fatalf("the live holder's lease changed: %+v (err %v), was %+v", after, err, before)
 	}
-	if n := objectsUnder(t, a, holder); n != held {
+	if n := len(objectsUnder(t, a.Bucket, holder)); n != held {
 		t.Fatalf("the live holder's prefix %s has %d objects, had %d", holder, n, held)
 	}
 
@@ -157,10 +138,10 @@ func TestLeaseTakesOverOnlyFromAClosedRun(t *testing.T) {
 	if l.Leased || l.FreshPrefix == "" || l.FreshPrefix == holder {
 		t.Fatalf("lease from a closed holder: %+v, want a fresh lease", l)
 	}
-	if n := objectsUnder(t, a, holder); n != 0 {
+	if n := len(objectsUnder(t, a.Bucket, holder)); n != 0 {
 		t.Fatalf("the closed holder's prefix %s still has %d objects", holder, n)
 	}
-	if n := objectsUnder(t, a, topic.DataPrefix); n != data {
+	if n := len(objectsUnder(t, a.Bucket, topic.DataPrefix)); n != data {
 		t.Fatalf("the topic's data prefix has %d objects, had %d", n, data)
 	}
 	// The takeover dropped run-H's plan: its zombie commit is refused.
@@ -207,7 +188,7 @@ func TestLeaseActsOnlyOnTheLeaseItTakesOver(t *testing.T) {
 	if err != nil || cur.FencingToken != "run-L" || cur.FreshPrefix != live {
 		t.Fatalf("run-L's lease changed: %+v (err %v)", cur, err)
 	}
-	if objectsUnder(t, a, live) == 0 {
+	if len(objectsUnder(t, a.Bucket, live)) == 0 {
 		t.Fatalf("run-L's output under %s was deleted", live)
 	}
 	if _, err := a.Commit(activities.WithRun(ctx, "test-owner", "run-L"), activities.CommitInput{TopicID: id}); err != nil {
@@ -230,7 +211,7 @@ func TestLeaseRetriesWhenTemporalCannotTell(t *testing.T) {
 	if cur, err := a.Catalog.LeaseOf(ctx, id); err != nil || cur.FencingToken != "run-H" {
 		t.Fatalf("lease changed: %+v, %v", cur, err)
 	}
-	if objectsUnder(t, a, holder) == 0 {
+	if len(objectsUnder(t, a.Bucket, holder)) == 0 {
 		t.Fatal("the holder's output was deleted")
 	}
 	var held *catalog.LeasedError
