@@ -229,8 +229,18 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 			return LeaseResult{}, err
 		}
 	}
-	l, err := a.acquireLease(ctx, in.TopicID, owner, token, pol)
+	l, err := a.acquireLease(ctx, in.TopicID, owner, token, pol, in.SkipIfOptimized)
 	var held *catalog.LeasedError
+	if errors.Is(err, catalog.ErrNotQueued) {
+		// Committed (or released) by another run after the checks above: checked again, under
+		// the queue row's lock, so that the topic is not optimized twice.
+		t, err := a.Catalog.Topic(ctx, in.TopicID)
+		if err != nil {
+			return LeaseResult{}, a.classify(fmt.Sprintf("#%d", in.TopicID), err)
+		}
+		a.recorder().TopicSkipped(policyLabel(string(pol)), metrics.SkipAlreadyOptimized)
+		return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix, Policy: string(pol)}, nil
+	}
 	if errors.As(err, &held) {
 		h := held.Holder
 		logger(ctx).Info("Topic skipped: leased by a live run", "topic", h.Locator, "holder", h.Owner,
@@ -264,13 +274,23 @@ const maxTakeOverAttempts = 3
 // when the queue row is free or already this run's; taken over from a holder whose run is closed
 // (catalog.TakeOverLease, which succeeds only while that holder still holds the row, and returns
 // its fresh prefix in PreviousFreshPrefix). A holder that is open (or cannot be asked: Runs nil) is
-// returned as the catalog's *catalog.LeasedError; other errors are classified.
-func (a *Activities) acquireLease(ctx context.Context, topicID int64, owner, token string, pol policy.Policy) (catalog.Lease, error) {
+// returned as the catalog's *catalog.LeasedError. With queuedOnly (a run's lease of a topic it
+// listed) a topic no longer queued is not queued again: catalog.ErrNotQueued. Other errors are
+// classified.
+func (a *Activities) acquireLease(ctx context.Context, topicID int64, owner, token string, pol policy.Policy,
+	queuedOnly bool) (catalog.Lease, error) {
 	where := fmt.Sprintf("#%d", topicID)
 	fresh := store.NewPrefix()
+	acquire := a.Catalog.AcquireLeaseFor
+	if queuedOnly {
+		acquire = a.Catalog.AcquireQueuedLease
+	}
 	for attempt := 1; ; attempt++ {
-		l, err := a.Catalog.AcquireLeaseFor(ctx, topicID, owner, token, fresh, pol)
+		l, err := acquire(ctx, topicID, owner, token, fresh, pol)
 		var held *catalog.LeasedError
+		if errors.Is(err, catalog.ErrNotQueued) {
+			return l, err
+		}
 		if !errors.As(err, &held) {
 			return l, a.classify(where, err)
 		}

@@ -227,3 +227,35 @@ type failingRuns struct{}
 func (failingRuns) RunOpen(context.Context, string, string) (bool, error) {
 	return false, errUnreachable
 }
+
+// TestRunLeaseNeverOptimizesATopicTwice: a run's Lease (SkipIfOptimized) passed its checks while
+// run-H held the topic; run-H commits before the lease is taken. The lease then finds the topic no
+// longer queued, under the queue row's lock, and reports it already optimized instead of queuing
+// and optimizing it again.
+func TestRunLeaseNeverOptimizesATopicTwice(t *testing.T) {
+	a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 4, RowsPerChunk: 100}})
+	ctx := context.Background()
+	id := ts[0].TopicID
+	runs := &fakeRuns{open: map[string]bool{}} // run-H's run is closed; its zombie commit still holds
+	a.Runs = runs
+	holderWrites(t, a, id, "run-H")
+	runs.before = func(runID string) {
+		if _, err := a.Commit(activities.WithRun(ctx, "test-owner", runID), activities.CommitInput{TopicID: id}); err != nil {
+			t.Errorf("run-H's commit: %v", err)
+		}
+	}
+	l, err := a.Lease(activities.WithRun(ctx, "storeopt-optimizer", "run-T"), activities.LeaseInput{TopicID: id, SkipIfOptimized: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.AlreadyOptimized || l.FreshPrefix != "" {
+		t.Fatalf("lease after run-H committed: %+v, want AlreadyOptimized and no lease", l)
+	}
+	if queued, err := a.Catalog.IsQueued(ctx, id); err != nil || queued {
+		t.Fatalf("topic queued again (%v, err %v)", queued, err)
+	}
+	recs, err := a.Catalog.Optimizations(ctx, id)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%d optimizations (err %v), want 1", len(recs), err)
+	}
+}

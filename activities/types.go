@@ -107,7 +107,9 @@ type LeaseInput struct {
 	// SkipIfOptimized: when the topic no longer needs a compaction of Policy (another run did
 	// it after this run listed it), take no lease and return AlreadyOptimized; when it is
 	// quarantined (another run's failure quarantined it after this run listed it), take no
-	// lease and return Quarantined.
+	// lease and return Quarantined. The lease itself then never queues the topic again: one that
+	// is no longer queued when its queue row is locked (committed or released by another run
+	// since the checks) is AlreadyOptimized too.
 	SkipIfOptimized bool
 }
 

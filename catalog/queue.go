@@ -194,9 +194,21 @@ func (c *Catalog) AcquireLease(ctx context.Context, topicID int64, owner, fencin
 // AcquireLeaseFor is AcquireLease for a compaction of policy p (resolved: not Auto), which the
 // queue row records: Full requires a finalized topic, Tiered and Leveled also lease live ones.
 func (c *Catalog) AcquireLeaseFor(ctx context.Context, topicID int64, owner, fencingToken, freshPrefix string, p policy.Policy) (Lease, error) {
-	l, err := c.takeLease(ctx, topicID, "", owner, fencingToken, freshPrefix, p)
+	l, err := c.takeLease(ctx, topicID, "", owner, fencingToken, freshPrefix, p, true)
 	if err != nil {
 		return Lease{}, fmt.Errorf("catalog: acquire lease on topic %d for run %q: %w", topicID, fencingToken, err)
+	}
+	return l, nil
+}
+
+// AcquireQueuedLease is AcquireLeaseFor for a run that listed the topic from the queue: a topic
+// that is no longer queued (another run committed its optimization, or released it, since this
+// run listed it) is not queued again, and the error wraps ErrNotQueued. The check and the lease
+// are one transaction, so a commit just before cannot be followed by a second optimization.
+func (c *Catalog) AcquireQueuedLease(ctx context.Context, topicID int64, owner, fencingToken, freshPrefix string, p policy.Policy) (Lease, error) {
+	l, err := c.takeLease(ctx, topicID, "", owner, fencingToken, freshPrefix, p, false)
+	if err != nil {
+		return Lease{}, fmt.Errorf("catalog: acquire lease on queued topic %d for run %q: %w", topicID, fencingToken, err)
 	}
 	return l, nil
 }
@@ -214,7 +226,7 @@ func (c *Catalog) TakeOverLease(ctx context.Context, topicID int64, holderToken,
 	if err := checkNonEmptyText("holder's fencing token", holderToken); err != nil {
 		return Lease{}, fmt.Errorf("catalog: take over lease on topic %d: %w", topicID, err)
 	}
-	l, err := c.takeLease(ctx, topicID, holderToken, owner, fencingToken, freshPrefix, p)
+	l, err := c.takeLease(ctx, topicID, holderToken, owner, fencingToken, freshPrefix, p, false)
 	if err != nil {
 		return Lease{}, fmt.Errorf("catalog: take over lease on topic %d from run %q for run %q: %w",
 			topicID, holderToken, fencingToken, err)
@@ -222,10 +234,12 @@ func (c *Catalog) TakeOverLease(ctx context.Context, topicID int64, holderToken,
 	return l, nil
 }
 
-// takeLease is AcquireLeaseFor (holderToken "": the row must be free or already ours) and
-// TakeOverLease (the row must be holderToken's or already ours), in one transaction that holds the
-// queue row's lock from the decision to the update.
-func (c *Catalog) takeLease(ctx context.Context, topicID int64, holderToken, owner, fencingToken, freshPrefix string, p policy.Policy) (Lease, error) {
+// takeLease is AcquireLeaseFor (holderToken "": the row must be free or already ours; queue: a
+// topic not queued is queued), AcquireQueuedLease (queue false) and TakeOverLease (the row must be
+// holderToken's or already ours), in one transaction that holds the queue row's lock from the
+// decision to the update.
+func (c *Catalog) takeLease(ctx context.Context, topicID int64, holderToken, owner, fencingToken, freshPrefix string,
+	p policy.Policy, queue bool) (Lease, error) {
 	for _, f := range []struct{ name, value string }{
 		{"lease owner", owner}, {"fencing token", fencingToken}, {"fresh prefix", freshPrefix},
 	} {
@@ -239,15 +253,21 @@ func (c *Catalog) takeLease(ctx context.Context, topicID int64, holderToken, own
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO optimization_queue (topic_id, policy) VALUES ($1, $2)
-			ON CONFLICT (topic_id) DO NOTHING`, topicID, string(p)); err != nil {
-			return fmt.Errorf("topic %d: queue: %w", topicID, err)
+		if queue {
+			if _, err := tx.Exec(ctx, `INSERT INTO optimization_queue (topic_id, policy) VALUES ($1, $2)
+				ON CONFLICT (topic_id) DO NOTHING`, topicID, string(p)); err != nil {
+				return fmt.Errorf("topic %d: queue: %w", topicID, err)
+			}
 		}
 		row, found, err := lockQueueRow(ctx, tx, topicID, true)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !found {
+		case !found && holderToken != "":
+			return fmt.Errorf("topic %d: no longer queued: %w", topicID, ErrLeaseChanged)
+		case !found && !queue:
+			return fmt.Errorf("topic %d (%q): %w", topicID, t.Locator, ErrNotQueued)
+		case !found:
 			return fmt.Errorf("topic %d: queue row deleted concurrently (committed or released), retry", topicID)
 		}
 		lease = Lease{TopicID: topicID, Locator: t.Locator, OldPrefix: t.DataPrefix}

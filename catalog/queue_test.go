@@ -218,6 +218,31 @@ func TestTakeOverLeaseIsACompareAndSwap(t *testing.T) {
 	require.ErrorIs(t, err, catalog.ErrInvalid, "a takeover names its holder")
 }
 
+// TestAcquireQueuedLeaseNeverQueuesAgain: a run's lease of a topic it listed fails with
+// ErrNotQueued once another run committed (or released) it, instead of queuing it again for a
+// second optimization; while it is queued it leases as AcquireLease does.
+func TestAcquireQueuedLeaseNeverQueuesAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	_, err := f.c.AcquireQueuedLease(ctx, f.topicID, "optimize/x", "run-A", "tp_A", policy.Full)
+	require.ErrorIs(t, err, catalog.ErrNotQueued)
+	queued, err := f.c.IsQueued(ctx, f.topicID)
+	require.NoError(t, err)
+	require.False(t, queued, "not queued again")
+
+	require.NoError(t, f.c.Enqueue(ctx, f.topicID))
+	a, err := f.c.AcquireQueuedLease(ctx, f.topicID, "optimize/x", "run-A", "tp_A", policy.Full)
+	require.NoError(t, err)
+	_, err = f.c.AcquireQueuedLease(ctx, f.topicID, "optimize/x", "run-B", "tp_B", policy.Full)
+	require.ErrorIs(t, err, catalog.ErrLeased)
+	released, _, err := f.c.ReleaseLease(ctx, f.topicID, a.FencingToken)
+	require.NoError(t, err)
+	require.True(t, released)
+	_, err = f.c.AcquireQueuedLease(ctx, f.topicID, "optimize/x", "run-B", "tp_B", policy.Full)
+	require.ErrorIs(t, err, catalog.ErrNotQueued, "released by run-A since run-B listed it")
+}
+
 // TestConcurrentTakeOversHaveOneWinner: many runs that all decided run-A is gone take its lease
 // over at once; exactly one gets it (and run-A's prefix to delete), every other one gets
 // ErrLeaseChanged.

@@ -30,6 +30,10 @@ var ErrLeased = errors.New("catalog: leased by another run")
 // changed; decide again from the row as it is now.
 var ErrLeaseChanged = errors.New("catalog: lease changed hands")
 
+// ErrNotQueued is returned by AcquireQueuedLease when the topic has no queue row any more: its
+// optimization was committed, or released, since the caller listed it.
+var ErrNotQueued = errors.New("catalog: topic no longer queued")
+
 // LeasedError is the error (wrapping ErrLeased) of AcquireLease on a topic whose lease another run
 // holds: that run's lease, read under the queue row's lock.
 type LeasedError struct {
