@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -193,4 +194,31 @@ func TestStoreOptimizerRetriesAGivenBackTopic(t *testing.T) {
 	require.Equal(t, 3, res.Optimized)
 	require.Zero(t, res.Failed)
 	require.Equal(t, int64(1+20+1), res.Rows, "t1 and t3 from the batch, t2 from its child (its topic ID)")
+}
+
+// TestStoreOptimizerCancelReleasesTheBatch: a run canceled while a batch runs releases the
+// batch's topics with ReleaseSmallTopics (from a disconnected context: it runs although the run
+// is canceled) marked canceled, and ends canceled.
+func TestStoreOptimizerCancelReleasesTheBatch(t *testing.T) {
+	env := newTestEnv(t)
+	q := newQueue("seq/t1", "seq/t2")
+	q.install(env)
+	env.OnActivity(a.OptimizeSmallTopics, mock.Anything, mock.Anything).After(time.Hour).
+		Return(activities.OptimizeSmallTopicsResult{}, nil)
+	var released []activities.ReleaseSmallTopicsInput
+	env.OnActivity(a.ReleaseSmallTopics, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReleaseSmallTopicsInput) (activities.ReleaseSmallTopicsResult, error) {
+			released = append(released, in)
+			return activities.ReleaseSmallTopicsResult{}, nil
+		})
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+
+	env.ExecuteWorkflow(StoreOptimizerWorkflow, StoreOptimizerInput{MaxChunkSizeBytes: 5000})
+
+	err := env.GetWorkflowError()
+	require.True(t, temporal.IsCanceledError(err), "want canceled, got %v", err)
+	require.Equal(t, []activities.ReleaseSmallTopicsInput{{
+		Topics: []activities.SmallTopic{{TopicID: 10, Locator: "seq/t1"}, {TopicID: 20, Locator: "seq/t2"}},
+		Reason: "batch canceled", Canceled: true,
+	}}, released)
 }
