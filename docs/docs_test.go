@@ -262,3 +262,51 @@ func TestReadmeIsShort(t *testing.T) {
 		t.Errorf("README.md has %d lines, more than %d: move detail to a page of docs/ and link it", n, maxReadmeLines)
 	}
 }
+
+// TestLayoutNamesEveryPackage checks that the README's layout names every top-level folder holding
+// Go code, and every package below internal/ and metrics/ (written `internal/testenv` or
+// `metrics/metricstest`).
+func TestLayoutNamesEveryPackage(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	_, layout, ok := strings.Cut(readme, "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no ## Layout section")
+	}
+	layout, _, _ = strings.Cut(layout, "\n## ")
+	named := func(p string) bool {
+		return strings.Contains(layout, "`"+p+"/") || strings.Contains(layout, "`"+p+"`")
+	}
+	dirs := map[string]bool{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+			rel := filepath.ToSlash(strings.TrimPrefix(filepath.Dir(path), root+"/"))
+			if rel != root {
+				dirs[rel] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir := range dirs {
+		parts := strings.Split(dir, "/")
+		want := parts[0]
+		if len(parts) > 1 && (parts[0] == "internal" || parts[0] == "metrics") {
+			want = parts[0] + "/" + parts[1]
+		}
+		if !named(want) {
+			t.Errorf("README.md's layout does not name %s (Go code in %s)", want, dir)
+		}
+	}
+}
