@@ -5,8 +5,9 @@
 # gateway the S3 tests start and the temporal-sql-tool the compose test runs, makes sure PostgreSQL
 # runs, then: go vet, the docker-compose.yml check (scripts/compose-check.sh), the workflow
 # determinism check (scripts/workflowcheck.sh) and go test over every package. Extra arguments go to `go test`
-# (e.g. -run TestX -v ./app); without a package argument all packages (./...) are tested and the
-# bench runs on a tiny dataset (scripts/bench-smoke.sh).
+# (e.g. -run TestX -v ./app); without a package argument all packages (./...) are tested, the
+# bench runs on a tiny dataset (scripts/bench-smoke.sh) and the race detector runs over the
+# packages that start goroutines (go test -race, below).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$STOREOPT_ROOT"
@@ -60,6 +61,31 @@ STOREOPT_FAULT_SUITE_REPORT="$report" go test "${tags[@]}" -count=1 -timeout 20m
 # The whole suite also runs the bench on a tiny dataset (bench/ is a module of its own).
 if [[ ${#packages[@]} -gt 0 ]]; then
   scripts/bench-smoke.sh || status=$?
+fi
+# The whole suite also runs the race detector over the packages whose code starts goroutines or
+# shares state between them, or whose tests drive it from several goroutines: activities (ReadSort's
+# scans, WriteChunks' reader, merger and encoder, heartbeats), app (the worker, the read bench),
+# catalog (concurrent leases and commits), compaction (the write pipeline), faults (hit counters),
+# internal/pgtest (databases for parallel tests), mempool (the shared pool), metrics (the
+# server), panics (recovering goroutines), starter (progress and worker watch), store (byte
+# counters and read observer shared by every activity), topicread (a range set read by the
+# Parquet reader's goroutines). Left out:
+#   e2e        real processes and dev servers for minutes: under -race it would take longer than
+#              the whole suite's budget; its worker code is the packages above;
+#   workflows  the SDK's deadlock detector (a workflow task that does not yield for 1 s fails)
+#              trips under -race's slowdown; workflow code starts no goroutine of its own;
+#   ingest     test-data tooling whose scale tests write large datasets: minutes under -race;
+#   parquetio  its tests decode and encode large files (minutes under -race); its shared state
+#              (zstd encoder pools) is used by compaction's and activities' tests above;
+#   merge, uploads, verify, plan, policy, estimate, chunkstats, internal/arrowtypes,
+#              internal/redact, internal/testrows: no goroutine, no state shared between
+#              goroutines (merge runs inside compaction's pipeline, tested above);
+#   internal/testenv  test infrastructure: its worker is app.RunWorker (app above), its TLS
+#              proxy serves e2e only.
+if [[ ${#packages[@]} -gt 0 ]]; then
+  log "go test -race (packages with goroutines)"
+  go test -race "${tags[@]}" -count=1 -timeout 20m ./activities ./app ./catalog ./compaction ./faults \
+    ./internal/pgtest ./mempool ./metrics ./panics ./starter ./store ./topicread || status=$?
 fi
 # The fault suite's summary line (e2e.TestFaultSuite), which go test hides for a passing package.
 if [[ -s "$report" ]]; then
