@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -241,6 +242,54 @@ func TestAcquireQueuedLeaseNeverQueuesAgain(t *testing.T) {
 	require.True(t, released)
 	_, err = f.c.AcquireQueuedLease(ctx, f.topicID, "optimize/x", "run-B", "tp_B", policy.Full)
 	require.ErrorIs(t, err, catalog.ErrNotQueued, "released by run-A since run-B listed it")
+}
+
+// TestEnqueueDuringACommitDoesNotQueueAgain: a run's EnqueueTopics that starts while another
+// run's commit of a topic is in flight (its queue row deleted and the topic switched, not yet
+// committed) waits on that queue row and, once the commit is done, must not queue the topic
+// again: its snapshot still shows the topic unoptimized, and without a second look it would send
+// the topic to a second optimization.
+func TestEnqueueDuringACommitDoesNotQueueAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	l := f.lease(t, "run-A")
+
+	// run-A's commit, held open: the same changes Commit makes to the queue, topic and chunks.
+	commit, err := f.c.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = commit.Rollback(ctx) }()
+	_, err = commit.Exec(ctx, `DELETE FROM optimization_queue WHERE topic_id = $1`, f.topicID)
+	require.NoError(t, err)
+	_, err = commit.Exec(ctx, `UPDATE chunks SET level = 1 WHERE topic_id = $1`, f.topicID)
+	require.NoError(t, err)
+	_, err = commit.Exec(ctx, `UPDATE topics SET data_prefix = $2, optimized_at = now(),
+		chunk_set_version = chunk_set_version + 1 WHERE id = $1`, f.topicID, l.FreshPrefix)
+	require.NoError(t, err)
+
+	type result struct {
+		added int
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		added, err := f.c.EnqueueUnoptimized(ctx)
+		done <- result{added, err}
+	}()
+	// Wait until the enqueue is blocked on run-A's deleted queue row, then commit run-A.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := f.c.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO optimization_queue%')`).Scan(&waiting)
+		return err == nil && waiting
+	}, 30*time.Second, 10*time.Millisecond, "the enqueue never waited for the commit")
+	require.NoError(t, commit.Commit(ctx))
+	r := <-done
+	require.NoError(t, r.err)
+	require.Zero(t, r.added, "the topic optimized meanwhile is not queued again")
+	queued, err := f.c.IsQueued(ctx, f.topicID)
+	require.NoError(t, err)
+	require.False(t, queued)
 }
 
 // TestConcurrentTakeOversHaveOneWinner: many runs that all decided run-A is gone take its lease

@@ -120,24 +120,47 @@ func (c *Catalog) EnqueueTopics(ctx context.Context, tr Trigger) (added int, err
 	if tr, err = tr.normalized(); err != nil {
 		return 0, fmt.Errorf("catalog: enqueue topics: %w", err)
 	}
-	rows, _ := c.Pool.Query(ctx, `
-		INSERT INTO optimization_queue (topic_id, policy)
-		SELECT t.id, $4 FROM topics t CROSS JOIN `+triggerParams+`
-		WHERE `+needs(tr.Policy)+` AND `+inScope("$5", "$6")+` AND `+notQuarantined+`
-		ORDER BY t.id
-		ON CONFLICT (topic_id) DO UPDATE SET policy = EXCLUDED.policy
-			WHERE optimization_queue.lease_owner IS NULL AND optimization_queue.policy <> EXCLUDED.policy
-		RETURNING xmax = 0`,
-		tr.MinChunks, policy.SmallChunkBytes(tr.MaxChunkSizeBytes), tr.MaxChunkSizeBytes, string(tr.Policy),
-		scopeSequences(tr.Scope), scopeTopics(tr.Scope))
-	inserted, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	params := []any{tr.MinChunks, policy.SmallChunkBytes(tr.MaxChunkSizeBytes), tr.MaxChunkSizeBytes}
+	err = c.inTx(ctx, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `
+			INSERT INTO optimization_queue (topic_id, policy)
+			SELECT t.id, $4 FROM topics t CROSS JOIN `+triggerParams+`
+			WHERE `+needs(tr.Policy)+` AND `+inScope("$5", "$6")+` AND `+notQuarantined+`
+			ORDER BY t.id
+			ON CONFLICT (topic_id) DO UPDATE SET policy = EXCLUDED.policy
+				WHERE optimization_queue.lease_owner IS NULL AND optimization_queue.policy <> EXCLUDED.policy
+			RETURNING topic_id, xmax = 0`,
+			append(params, string(tr.Policy), scopeSequences(tr.Scope), scopeTopics(tr.Scope))...)
+		var ids []int64
+		var id int64
+		var inserted bool
+		if _, err := pgx.ForEachRow(rows, []any{&id, &inserted}, func() error {
+			if inserted {
+				ids = append(ids, id)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		// The INSERT decided from its snapshot: an optimization that committed while it ran
+		// (deleting its queue row) left its topic looking unoptimized, and the topic was queued
+		// again. Checked once more with a snapshot taken after the insert, such a row is dropped,
+		// so that no run optimizes the topic a second time.
+		tag, err := tx.Exec(ctx, `
+			DELETE FROM optimization_queue q USING topics t CROSS JOIN `+triggerParams+`
+			WHERE q.topic_id = t.id AND q.topic_id = ANY($4) AND NOT `+needs(tr.Policy),
+			append(params, ids)...)
+		if err != nil {
+			return err
+		}
+		added = len(ids) - int(tag.RowsAffected())
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("catalog: enqueue topics for %s compaction: %w", tr.Policy, err)
-	}
-	for _, ins := range inserted {
-		if ins {
-			added++
-		}
 	}
 	return added, nil
 }
