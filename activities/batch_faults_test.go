@@ -33,6 +33,8 @@ func TestRetryableErrorGivesBackOnlyItsTopic(t *testing.T) {
 		require.NoError(t, err)
 		keep[tp.DataPrefix] = true
 	}
+	_, err := a.EnqueueTopics(context.Background(), activities.EnqueueTopicsInput{}) // a run leases queued topics only
+	require.NoError(t, err)
 	t.Setenv(faults.EnvVar, faults.WriteChunksBeforeWrite+"=fail*1")
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
@@ -76,10 +78,14 @@ func TestRetryableErrorGivesBackOnlyItsTopic(t *testing.T) {
 	}
 	require.Equal(t, []string{"optimized full", "optimized full"}, ends.ended())
 
-	// The topic workflow that retries it leases it afresh and optimizes it.
+	// The topic workflow that retries it (started by the run) leases it afresh and optimizes it.
 	t.Setenv(faults.EnvVar, "")
+	tctx := activities.WithRun(ctx, "storeopt-topic", "run-topic-workflow")
+	l, err := a.Lease(tctx, activities.LeaseInput{TopicID: ts[0].TopicID, SkipIfOptimized: true})
+	require.NoError(t, err)
+	require.False(t, l.AlreadyOptimized, "the topic given back is still queued for the run")
 	optimize(t, a, ts[0].TopicID, "run-topic-workflow", 1<<20, 0)
-	_, err = a.Commit(activities.WithRun(ctx, "storeopt-topic", "run-topic-workflow"), activities.CommitInput{TopicID: ts[0].TopicID})
+	_, err = a.Commit(tctx, activities.CommitInput{TopicID: ts[0].TopicID})
 	require.NoError(t, err)
 }
 
