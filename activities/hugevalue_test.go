@@ -3,6 +3,7 @@ package activities_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/storeopt/storeopt/internal/pgtest"
 	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/mempool"
+	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
 )
 
@@ -75,8 +77,8 @@ func noteChunk(t *testing.T, chunk, rows, huge int, noteType arrow.DataType) ([]
 }
 
 // runPolicy runs Lease, ReadSort, every WriteChunks group and Commit of one compaction of the
-// topic under run token.
-func runPolicy(t *testing.T, a *activities.Activities, id int64, token, pol string) activities.ReadSortResult {
+// topic under run token; planned, when not nil, gets the stored plan before it is written.
+func runPolicy(t *testing.T, a *activities.Activities, id int64, token, pol string, planned func(*plan.Plan)) activities.ReadSortResult {
 	t.Helper()
 	ctx := activities.WithRun(context.Background(), "test-owner", token)
 	l, err := a.Lease(ctx, activities.LeaseInput{TopicID: id, Policy: pol})
@@ -86,6 +88,17 @@ func runPolicy(t *testing.T, a *activities.Activities, id int64, token, pol stri
 	rs, err := a.ReadSort(ctx, activities.ReadSortInput{TopicID: id, Policy: l.Policy})
 	if err != nil {
 		t.Fatalf("%s: read-sort: %v", pol, err)
+	}
+	if planned != nil {
+		rec, err := a.Catalog.LoadPlan(ctx, id, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p plan.Plan
+		if err := json.Unmarshal(rec.Body, &p); err != nil {
+			t.Fatal(err)
+		}
+		planned(&p)
 	}
 	for g := range rs.Groups {
 		if _, err := a.WriteChunks(ctx, activities.WriteChunksInput{TopicID: id, Group: g}); err != nil {
@@ -144,7 +157,7 @@ func TestLeveledOutputOfAHugeValueIsRewritable(t *testing.T) {
 			}
 			a := &activities.Activities{Catalog: cat, Bucket: b, StoreURL: storeURL, MemoryPool: mempool.New(256 << 20)}
 
-			runPolicy(t, a, id, "run-leveled", "leveled")
+			runPolicy(t, a, id, "run-leveled", "leveled", nil)
 			l1, err := cat.Chunks(ctx, id)
 			if err != nil {
 				t.Fatal(err)
@@ -164,15 +177,28 @@ func TestLeveledOutputOfAHugeValueIsRewritable(t *testing.T) {
 					smallest = min(smallest, pf.MetaData().RowGroup(rg).NumRows())
 				}
 				pf.Close()
-				t.Logf("after leveled: chunk %s: %d rows in %d row groups (Arrow bytes %d), smallest row group but the last %d rows",
-					c.ObjectKey, c.RowCount, groups, c.ArrowSizeBytes, smallest)
+				recorded := chunkstats.MaxRowBytes(c.ColumnStats)
+				t.Logf("after leveled: chunk %s: %d rows in %d row groups (Arrow bytes %d, largest row recorded %d), smallest row group but the last %d rows",
+					c.ObjectKey, c.RowCount, groups, c.ArrowSizeBytes, recorded, smallest)
+				// The largest row is the 4 MiB note and a few bytes of the other columns.
+				if recorded < 4<<20 || recorded > 4<<20+64 {
+					t.Errorf("chunk %s: largest row recorded as %d bytes, the row holds %d", c.ObjectKey, recorded, 4<<20)
+				}
 				// At most the huge row in a row group of its own and the rows before and after it.
 				if groups > 3 {
 					t.Errorf("chunk %s: %d rows in %d row groups (the smallest %d rows): row groups of a handful of rows",
 						c.ObjectKey, c.RowCount, groups, smallest)
 				}
 			}
-			runPolicy(t, a, id, "run-full", "full")
+			runPolicy(t, a, id, "run-full", "full", func(p *plan.Plan) {
+				// The full pass bounds storeopt's own chunk by the row it recorded.
+				for _, in := range p.Inputs {
+					if in.ObjectKey == l1[0].ObjectKey && in.MaxRowBytes != chunkstats.MaxRowBytes(l1[0].ColumnStats) {
+						t.Errorf("full plan bounds the rows of %s by %d bytes, storeopt recorded %d",
+							in.ObjectKey, in.MaxRowBytes, chunkstats.MaxRowBytes(l1[0].ColumnStats))
+					}
+				}
+			})
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/chunkstats"
 	"github.com/storeopt/storeopt/compaction"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/panics"
@@ -276,11 +277,17 @@ func totalsOf(scans []compaction.Scan) plan.Totals {
 	return totals
 }
 
+// chunkRef is what the planner needs of a chunk's catalog row.
+func chunkRef(c catalog.Chunk) compaction.ChunkRef {
+	return compaction.ChunkRef{ID: c.ID, Key: c.ObjectKey, SizeBytes: c.SizeBytes, ArrowBytes: c.ArrowSizeBytes, Ordinal: c.Ordinal,
+		MaxRowBytes: chunkstats.MaxRowBytes(c.ColumnStats)}
+}
+
 // mergePlan plans the k-way merge of the chunks (compaction.MergeInputs: one input per sorted run).
 func mergePlan(chunks []catalog.Chunk, scans []compaction.Scan, opts plan.Options) (*plan.Plan, error) {
 	refs := make([]compaction.ChunkRef, len(chunks))
 	for i, c := range chunks {
-		refs[i] = compaction.ChunkRef{ID: c.ID, Key: c.ObjectKey, SizeBytes: c.SizeBytes, ArrowBytes: c.ArrowSizeBytes, Ordinal: c.Ordinal}
+		refs[i] = chunkRef(c)
 	}
 	inputs, samples := compaction.MergeInputs(refs, scans)
 	return plan.Compute(inputs, samples, totalsOf(scans), opts)
@@ -298,6 +305,9 @@ func rollupPlan(chunks []catalog.Chunk, scans []compaction.Scan, sel plan.Select
 			Sorted: len(s.Runs) <= 1 && (len(s.Runs) == 0 || s.Runs[0].Sorted)}
 		for _, r := range s.Runs {
 			inputs[i].MaxRowBytes = max(inputs[i].MaxRowBytes, r.MaxRowBytes)
+		}
+		if rec := compaction.RecordedMaxRow(chunkRef(c), s); rec > 0 {
+			inputs[i].MaxRowBytes = rec
 		}
 		for _, r := range s.Runs {
 			if !r.Sorted { // an unsorted run is one row group

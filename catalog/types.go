@@ -86,6 +86,10 @@ type ColumnStats struct {
 	Min       any   `json:"min,omitempty"`
 	Max       any   `json:"max,omitempty"`
 	NullCount int64 `json:"null_count"`
+	// MaxValueBytes bounds the Arrow size of the column's largest value in the chunk (bytes,
+	// as chunkstats counts one row, at least 1); 0 when the writer of the chunk did not record it.
+	// Together over the columns they bound the chunk's largest row (chunkstats.MaxRowBytes).
+	MaxValueBytes int64 `json:"max_value_bytes,omitempty"`
 }
 
 // Chunk is one row of the chunks table: one Parquet object of a topic. Catalog order is L1

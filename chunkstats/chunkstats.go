@@ -39,6 +39,7 @@ type Accumulator struct {
 	sizeBits  int64
 	timestamp int64Range
 	columns   []columnAccumulator
+	maxValue  []int64 // MaxValueBits of each column over the batches added
 	err       error
 }
 
@@ -59,6 +60,7 @@ func NewAccumulator(schema *arrow.Schema) (*Accumulator, error) {
 	for _, f := range schema.Fields() {
 		a.columns = append(a.columns, newColumnAccumulator(f.Type))
 	}
+	a.maxValue = make([]int64, len(a.columns))
 	return a, nil
 }
 
@@ -78,6 +80,7 @@ func (a *Accumulator) Add(rec arrow.RecordBatch) {
 	for i, col := range rec.Columns() {
 		a.sizeBits += ArrowSizeBits(col)
 		a.columns[i].add(col)
+		a.maxValue[i] = max(a.maxValue[i], MaxValueBits(col))
 	}
 	a.timestamp.add(rec.Column(a.tsIndex))
 }
@@ -112,9 +115,27 @@ func (a *Accumulator) Result() Stats {
 		s.MinTimestampNs, s.MaxTimestampNs = &lo, &hi
 	}
 	for i, f := range a.schema.Fields() {
-		s.Columns[f.Name] = a.columns[i].stats()
+		cs := a.columns[i].stats()
+		if a.rows > 0 {
+			cs.MaxValueBytes = max((a.maxValue[i]+7)/8, 1)
+		}
+		s.Columns[f.Name] = cs
 	}
 	return s
+}
+
+// MaxRowBytes bounds the Arrow size of the largest row of a chunk from its column statistics:
+// the sum of every column's MaxValueBytes (a row holds at most each column's largest value). It
+// returns 0 when a column's bound was not recorded (a chunk of a writer that does not record it).
+func MaxRowBytes(columns map[string]catalog.ColumnStats) int64 {
+	var sum int64
+	for _, c := range columns {
+		if c.MaxValueBytes <= 0 {
+			return 0
+		}
+		sum += c.MaxValueBytes
+	}
+	return sum
 }
 
 // int64Range tracks null count and min/max of the timestamp column.

@@ -78,18 +78,18 @@ func TestStatsPerColumnType(t *testing.T) {
 	assert.Equal(t, ptr(10), s.MinTimestampNs)
 	assert.Equal(t, ptr(30), s.MaxTimestampNs)
 	assert.Equal(t, map[string]catalog.ColumnStats{
-		"timestamp_ns": {Min: int64(10), Max: int64(30), NullCount: 1},
-		"i8":           {Min: int64(-5), Max: int64(100), NullCount: 1},
-		"i32":          {Min: int64(-7), Max: int64(7)},
-		"u64":          {Min: uint64(3), Max: uint64(math.MaxUint64)},
-		"f32":          {Min: float64(-2.25), Max: float64(1.5), NullCount: 1},
-		"s":            {Min: "a", Max: "z", NullCount: 1},
-		"ls":           {Min: "a", Max: "c"},
-		"b":            {Min: true, Max: true, NullCount: 1},
-		"bin":          {},
-		"list":         {NullCount: 1},
-		"st":           {NullCount: 1},
-		"all_null":     {NullCount: 4},
+		"timestamp_ns": {Min: int64(10), Max: int64(30), NullCount: 1, MaxValueBytes: 9},
+		"i8":           {Min: int64(-5), Max: int64(100), NullCount: 1, MaxValueBytes: 2},
+		"i32":          {Min: int64(-7), Max: int64(7), MaxValueBytes: 5},
+		"u64":          {Min: uint64(3), Max: uint64(math.MaxUint64), MaxValueBytes: 9},
+		"f32":          {Min: float64(-2.25), Max: float64(1.5), NullCount: 1, MaxValueBytes: 5},
+		"s":            {Min: "a", Max: "z", NullCount: 1, MaxValueBytes: 6},
+		"ls":           {Min: "a", Max: "c", MaxValueBytes: 10},
+		"b":            {Min: true, Max: true, NullCount: 1, MaxValueBytes: 1},
+		"bin":          {MaxValueBytes: 7},
+		"list":         {NullCount: 1, MaxValueBytes: 13},
+		"st":           {NullCount: 1, MaxValueBytes: 9},
+		"all_null":     {NullCount: 4, MaxValueBytes: 9},
 	}, s.Columns)
 }
 
@@ -115,9 +115,9 @@ func TestFloatStatsSkipNaNAndInf(t *testing.T) {
 	require.NoError(t, err)
 	acc.Add(rec)
 	s := acc.Result()
-	assert.Equal(t, catalog.ColumnStats{Min: 2.5, Max: 2.5, NullCount: 1}, s.Columns["f"])
-	assert.Equal(t, catalog.ColumnStats{}, s.Columns["only_nan"])
-	assert.Equal(t, catalog.ColumnStats{Min: float64(-1), Max: float64(8)}, s.Columns["g"])
+	assert.Equal(t, catalog.ColumnStats{Min: 2.5, Max: 2.5, NullCount: 1, MaxValueBytes: 9}, s.Columns["f"])
+	assert.Equal(t, catalog.ColumnStats{MaxValueBytes: 9}, s.Columns["only_nan"])
+	assert.Equal(t, catalog.ColumnStats{Min: float64(-1), Max: float64(8), MaxValueBytes: 5}, s.Columns["g"])
 }
 
 func TestAllNullTimestampsAndEmpty(t *testing.T) {
@@ -136,8 +136,8 @@ func TestAllNullTimestampsAndEmpty(t *testing.T) {
 	assert.Equal(t, int64(2), s.TimestampNullCount)
 	assert.Nil(t, s.MinTimestampNs)
 	assert.Nil(t, s.MaxTimestampNs)
-	assert.Equal(t, catalog.ColumnStats{NullCount: 2}, s.Columns["timestamp_ns"])
-	assert.Equal(t, catalog.ColumnStats{Min: false, Max: false}, s.Columns["b"])
+	assert.Equal(t, catalog.ColumnStats{NullCount: 2, MaxValueBytes: 9}, s.Columns["timestamp_ns"])
+	assert.Equal(t, catalog.ColumnStats{Min: false, Max: false, MaxValueBytes: 1}, s.Columns["b"])
 }
 
 func TestArrowSizeBytesLayout(t *testing.T) {

@@ -209,3 +209,113 @@ func referencedBits(d, values arrow.ArrayData, start, n int) int64 {
 	}
 	return bits
 }
+
+// MaxValueBits returns the size in bits, as ArrowSizeBits counts one row, of the largest value
+// of arr: the same rows give the same size however they are sliced into batches (dictionaries
+// aside: a dictionary column's value is bounded by its index and its dictionary's largest entry).
+// Cheap for the common layouts: a constant for fixed-width types and fixed-size lists or structs
+// of them, one pass over the offsets for binary and string columns (values never read); other
+// layouts are sized row by row.
+func MaxValueBits(arr arrow.Array) int64 {
+	if arr == nil || arr.Len() == 0 {
+		return 0
+	}
+	d := arr.Data()
+	return maxValueBits(d, d.DataType(), 0, d.Len())
+}
+
+// maxValueBits returns the size of the largest of the n values of d from logical index start (see
+// MaxValueBits).
+func maxValueBits(d arrow.ArrayData, t arrow.DataType, start, n int) int64 {
+	if n <= 0 {
+		return 0
+	}
+	if bits, ok := constantBits(t); ok {
+		return bits
+	}
+	phys := d.Offset() + start
+	switch t.ID() {
+	case arrow.EXTENSION:
+		if ext, ok := t.(arrow.ExtensionType); ok {
+			return maxValueBits(d, ext.StorageType(), start, n)
+		}
+	case arrow.STRING, arrow.BINARY:
+		if longest, ok := longestValue[int32](d, phys, n); ok {
+			return 1 + 32 + 8*longest
+		}
+	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
+		if longest, ok := longestValue[int64](d, phys, n); ok {
+			return 1 + 64 + 8*longest
+		}
+	case arrow.DICTIONARY:
+		dict, _ := t.(*arrow.DictionaryType)
+		index, ok := dict.IndexType.(arrow.FixedWidthDataType)
+		if values := dictionaryOf(d); ok && values != nil {
+			return 1 + int64(index.BitWidth()) + maxValueBits(values, values.DataType(), 0, values.Len())
+		}
+	}
+	var largest int64
+	for i := start; i < start+n; i++ {
+		largest = max(largest, dataBits(d, t, i, 1))
+	}
+	return largest
+}
+
+// constantBits returns the size of every value of type t when it is the same for all values
+// (fixed-width types, and fixed-size lists and structs of them), as dataBits counts one row.
+func constantBits(t arrow.DataType) (int64, bool) {
+	switch t.ID() {
+	case arrow.NULL:
+		return 0, true
+	case arrow.DICTIONARY:
+		return 0, false
+	case arrow.EXTENSION:
+		if ext, ok := t.(arrow.ExtensionType); ok {
+			return constantBits(ext.StorageType())
+		}
+		return 0, false
+	case arrow.FIXED_SIZE_LIST:
+		fsl, _ := t.(*arrow.FixedSizeListType)
+		child, ok := constantBits(fsl.Elem())
+		return 1 + int64(fsl.Len())*child, ok
+	case arrow.STRUCT:
+		bits := int64(1)
+		for _, f := range t.(*arrow.StructType).Fields() {
+			child, ok := constantBits(f.Type)
+			if !ok {
+				return 0, false
+			}
+			bits += child
+		}
+		return bits, true
+	}
+	if fw, ok := t.(arrow.FixedWidthDataType); ok {
+		return 1 + int64(fw.BitWidth()), true
+	}
+	return 0, false
+}
+
+// longestValue returns the largest difference of consecutive offsets among the n values at
+// physical index phys of d's offsets buffer (buffer 1): the longest value, in bytes; ok is false
+// if the buffer is missing or too short.
+func longestValue[T int32 | int64](d arrow.ArrayData, phys, n int) (int64, bool) {
+	bufs := d.Buffers()
+	if len(bufs) < 2 || bufs[1] == nil {
+		return 0, false
+	}
+	var offs []T
+	switch p := any(&offs).(type) {
+	case *[]int32:
+		*p = arrow.Int32Traits.CastFromBytes(bufs[1].Bytes())
+	case *[]int64:
+		*p = arrow.Int64Traits.CastFromBytes(bufs[1].Bytes())
+	}
+	if phys < 0 || phys+n >= len(offs) {
+		return 0, false
+	}
+	var longest T
+	for i := phys; i < phys+n; i++ {
+		longest = max(longest, offs[i+1]-offs[i])
+	}
+	return int64(longest), true
+}

@@ -105,6 +105,9 @@ type Scan struct {
 	// an unsorted row group is a run of its own, sorted in memory when it is read. A merge reads
 	// each run as an input of its own, so a rollup chunk of many blocks is never sorted whole.
 	Runs []Run
+	// WrittenByStoreopt says storeopt's writer wrote the chunk (an earlier compaction's output),
+	// whose catalog row records its largest row (ChunkRef.MaxRowBytes).
+	WrittenByStoreopt bool
 }
 
 // Run is one sorted run of a chunk: consecutive row groups whose rows are in key order.
@@ -142,7 +145,7 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 		return Scan{}, &ChunkError{Key: key, Err: err}
 	}
 	defer ts.Release()
-	s := Scan{Footer: c.Footer, Rows: c.NumRows, FooterBytes: c.FooterBytes}
+	s := Scan{Footer: c.Footer, Rows: c.NumRows, FooterBytes: c.FooterBytes, WrittenByStoreopt: c.WrittenByStoreopt()}
 	s.Nulls = int64(ts.NullN())
 	if ts.Len() == 0 {
 		return s, nil
@@ -290,6 +293,19 @@ type ChunkRef struct {
 	SizeBytes  int64 // object size
 	ArrowBytes int64 // uncompressed Arrow bytes of all rows
 	Ordinal    int
+	// MaxRowBytes is the Arrow size of the chunk's largest row as storeopt's writer recorded it
+	// in the catalog (chunkstats.MaxRowBytes of its column statistics), 0 when unknown.
+	MaxRowBytes int64
+}
+
+// RecordedMaxRow returns the largest row of chunk c (scanned as s) as storeopt's writer recorded
+// it, when storeopt wrote the chunk and its catalog row has the record; 0 otherwise (the row is
+// then bounded from the footer).
+func RecordedMaxRow(c ChunkRef, s Scan) int64 {
+	if !s.WrittenByStoreopt {
+		return 0
+	}
+	return c.MaxRowBytes
 }
 
 // MergeInputs returns the inputs of a merge plan over the scanned chunks (chunks[i] scanned as
@@ -313,7 +329,11 @@ func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample
 		for _, r := range s.Runs {
 			// A dictionary-encoded column is smaller in the footer's uncompressed bytes than
 			// decoded: scale the largest row by the chunk's Arrow bytes when they are larger.
-			if c.ArrowBytes > s.UncompressedBytes && s.UncompressedBytes > 0 {
+			// A chunk storeopt wrote has its largest row recorded: that row, not a bound from
+			// the footer's averages (docs/design.md#storeopt-never-refuses-its-own-output).
+			if rec := RecordedMaxRow(c, s); rec > 0 {
+				r.MaxRowBytes = rec
+			} else if c.ArrowBytes > s.UncompressedBytes && s.UncompressedBytes > 0 {
 				r.MaxRowBytes = int64(float64(r.MaxRowBytes) * float64(c.ArrowBytes) / float64(s.UncompressedBytes))
 			}
 			pos := len(inputs)

@@ -412,7 +412,7 @@ const skewFactor = 64
 // row of a row group's bytes in a row group of its own and keeps row groups within their bytes).
 func (c *Chunk) mayHideLargeRows(rg int, batchBytes int64) bool {
 	md := c.pf.MetaData()
-	if strings.HasPrefix(md.GetCreatedBy(), "storeopt") {
+	if c.WrittenByStoreopt() {
 		return false
 	}
 	g := md.RowGroup(rg)
@@ -425,6 +425,11 @@ func (c *Chunk) mayHideLargeRows(rg int, batchBytes int64) bool {
 		}
 	}
 	return false
+}
+
+// WrittenByStoreopt reports whether storeopt's writer wrote the chunk (its footer's created_by).
+func (c *Chunk) WrittenByStoreopt() bool {
+	return strings.HasPrefix(c.pf.MetaData().GetCreatedBy(), "storeopt")
 }
 
 // wholeArrayBytes is the uncompressed size of a row group up to which any batch of it fits one
