@@ -98,9 +98,9 @@ func RunCleanup(ctx context.Context, c client.Client, cfg Config, opts CleanupOp
 	return WaitCleanup(ctx, run)
 }
 
-// EnsureCleanupSchedule creates the Temporal Schedule CleanupScheduleIDFor(cfg.TaskQueue), or updates it when it
-// exists, so that it starts CleanupWorkflow with opts on cfg.TaskQueue every interval or on cron
-// (see ScheduleSpecFor) with overlap policy SKIP. A schedule it creates is unpaused; one it
+// EnsureCleanupSchedule creates the Temporal Schedule CleanupScheduleIDFor(cfg.TaskQueue), or
+// updates it when it exists, so that it starts CleanupWorkflow with opts on cfg.TaskQueue every
+// interval or on cron (see ScheduleSpecFor) with overlap policy SKIP. A schedule it creates is unpaused; one it
 // updates keeps its paused state (an operator paused it on purpose).
 func EnsureCleanupSchedule(ctx context.Context, c client.Client, cfg Config, opts CleanupOptions, interval time.Duration, cron string) error {
 	if err := opts.Validate(); err != nil {

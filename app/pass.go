@@ -173,10 +173,10 @@ func ScheduleSpecFor(interval time.Duration, cron string) (client.ScheduleSpec, 
 	return client.ScheduleSpec{}, errors.New("a schedule needs an interval or a cron expression")
 }
 
-// EnsureSchedule creates the Temporal Schedule ScheduleIDFor(cfg.TaskQueue), or updates it when it exists, so that
-// it starts StoreOptimizerWorkflow with opts on cfg.TaskQueue every interval or on cron (see
-// ScheduleSpecFor) with overlap policy SKIP: a run that is still going when the next one is due
-// makes the schedule skip that one. A schedule it creates is unpaused; one it updates keeps its
+// EnsureSchedule creates the Temporal Schedule ScheduleIDFor(cfg.TaskQueue), or updates it when
+// it exists, so that it starts StoreOptimizerWorkflow with opts on cfg.TaskQueue every interval
+// or on cron (see ScheduleSpecFor) with overlap policy SKIP: a run that is still going when the
+// next one is due makes the schedule skip that one. A schedule it creates is unpaused; one it updates keeps its
 // paused state (an operator paused it on purpose).
 func EnsureSchedule(ctx context.Context, c client.Client, cfg Config, opts PassOptions, interval time.Duration, cron string) error {
 	if err := opts.Validate(); err != nil {

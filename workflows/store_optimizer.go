@@ -468,7 +468,8 @@ func (r *storeRun) mayStart(ctx workflow.Context, left int) bool {
 func (r *storeRun) startTopic(ctx workflow.Context, topic activities.QueuedTopic) workflow.Future {
 	r.inFlight = append(r.inFlight, topic.Locator)
 	r.showProgress(ctx)
-	return workflow.ExecuteChildWorkflow(topicContext(ctx, r.topicWorkflowID(ctx, topic.Locator), topic.Locator), OptimizeTopicWorkflow,
+	id := r.topicWorkflowID(ctx, topic.Locator)
+	return workflow.ExecuteChildWorkflow(topicContext(ctx, id, topic.Locator), OptimizeTopicWorkflow,
 		OptimizeTopicInput{
 			TopicID:           topic.TopicID,
 			Locator:           topic.Locator,
