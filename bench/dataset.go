@@ -23,7 +23,7 @@ const (
 	shapeIMU   = "imu"
 	shapeImage = "image"
 	// shapeSkew is a camera topic of small rows (100-byte payloads) of which every
-	// -huge-every-th chunk starts with -huge-rows rows of -huge-bytes zero bytes (issue 12:
+	// -huge-every-th chunk starts with -huge-rows rows of -huge-bytes zero bytes (for example
 	// a status stream with an occasional map snapshot or raw frame).
 	shapeSkew = "skew"
 )

@@ -17,7 +17,7 @@ import (
 	"github.com/storeopt/storeopt/workflows"
 )
 
-// How good the dry run's estimates are (issue 13: "within a factor of 2 of the real run"). The
+// How good the dry run's estimates are (the aim: within a factor of 2 of the real run). The
 // worker job runs `starter store-optimizer --dry-run --json` on the run's fresh catalog before
 // the real pass: a catalog without history, so the estimate is the package estimate's default.
 // After the pass it reads the optimization's recorded cost (seconds from the lease to the

@@ -14,7 +14,7 @@ import (
 	"github.com/storeopt/storeopt/internal/arrowtypes"
 )
 
-// Every type of issue 8's point 3, as storeopt reads it, gets its column's null count, the
+// Every type of internal/arrowtypes, as storeopt reads it, gets its column's null count, the
 // timestamp facts and the same statistics however the rows are sliced into batches (Arrow bytes
 // too, except for dictionaries, whose size is an estimate per batch).
 func TestStatsEveryType(t *testing.T) {

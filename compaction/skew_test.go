@@ -86,15 +86,15 @@ func skewChunkIn(t *testing.T, chunk int64, ts []int64, size func(i int) int, ba
 	return buf.Bytes()
 }
 
-// TestSkewedRowsWithinPool merges a topic shaped like issue 12's (a chunk of small rows and a
-// chunk of a few huge zero-filled rows, timestamps interleaved) with a memory pool: every output
-// holds the rows in key order with matching digests, no batch (and so no binary array) holds
-// more than one huge row, and the pool's allocator never holds more than RowMemory of the
-// largest row. STOREOPT_SKEW_ROW_MIB sets the huge rows' size (default 24 MiB; issue 12 has
-// 200 MiB rows). The second case holds small and huge rows in one row group, the huge ones next
-// to each other, so that the footer's average row is small: it is read in batches of a 64th of
-// the average's rows (parquetio skewFactor), or a row at a time once the row group is larger than
-// 1 GiB (STOREOPT_SKEW_ROW_MIB=96), never as one batch of the huge rows.
+// TestSkewedRowsWithinPool merges a topic of skewed rows (a chunk of small rows and a chunk of a
+// few huge zero-filled rows, timestamps interleaved) with a memory pool: every output holds the
+// rows in key order with matching digests, no batch (and so no binary array) holds more than one
+// huge row, and the pool's allocator never holds more than RowMemory of the largest row.
+// STOREOPT_SKEW_ROW_MIB sets the huge rows' size (default 24 MiB; the skewed topic of the e2e tests
+// has 200 MiB rows). The second case holds small and huge rows in one row group, the huge ones next
+// to each other, so that the footer's average row is small: it is read in batches of a 64th of the
+// average's rows (parquetio skewFactor), or a row at a time once the row group is larger than 1 GiB
+// (STOREOPT_SKEW_ROW_MIB=96), never as one batch of the huge rows.
 func TestSkewedRowsWithinPool(t *testing.T) {
 	rowMiB := 24
 	if v := os.Getenv("STOREOPT_SKEW_ROW_MIB"); v != "" {

@@ -22,7 +22,7 @@ import (
 	"github.com/storeopt/storeopt/store"
 )
 
-// Tests of topics whose row sizes are skewed (issue 12): a few huge rows among many small ones
+// Tests of topics whose row sizes are skewed: a few huge rows among many small ones
 // must neither crash a worker nor take it beyond its memory pool.
 
 // blobSchema is a topic of status rows and occasional blobs: every row carries its identity
@@ -194,7 +194,7 @@ func checkBlobTopic(t *testing.T, e *env, topicID int64, want []blobIdentity, ma
 	t.Logf("%d rows in %d chunks %v", len(got), len(sizes), sizes)
 }
 
-// TestHugeRowsAmongSmallOnes is issue 12's topic: chunk 0 holds 20 000 rows of 100 bytes, chunk
+// TestHugeRowsAmongSmallOnes is the skewed topic: chunk 0 holds 20 000 rows of 100 bytes, chunk
 // 1 twelve rows of 200 MiB (binary, zeros: the files are tiny), timestamps interleaved. A worker
 // with a 256 MiB pool refuses it before writing anything, with a non-retryable error naming the
 // topic, the chunk and the row's size against the pool (4 copies of a 200 MiB row do not fit),

@@ -83,8 +83,8 @@ type TopicSpec struct {
 	NullTimestamps int
 	// Compression is the Parquet codec: "zstd" (default when empty), "snappy", "gzip" or "none".
 	Compression string
-	// HugeEvery, HugeRows and HugeBytes skew a Camera topic's row sizes (issue 12): in every
-	// HugeEvery-th chunk (ordinals HugeEvery-1, 2·HugeEvery-1, …) the first HugeRows rows carry
+	// HugeEvery, HugeRows and HugeBytes skew a Camera topic's row sizes (huge rows among small): in
+	// every HugeEvery-th chunk (ordinals HugeEvery-1, 2·HugeEvery-1, …) the first HugeRows rows carry
 	// a payload of HugeBytes zero bytes instead of PayloadBytes (a map snapshot or a raw frame
 	// among small messages; zeros, so the objects stay small). 0 = no huge rows. A chunk's huge
 	// payloads together must stay under 2 GiB (one Arrow binary array).

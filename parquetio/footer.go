@@ -17,7 +17,7 @@ import (
 )
 
 // Footer is what every chunk of a topic shares and every output chunk repeats verbatim
-// (issue 8): the Parquet schema elements of the file metadata (name, physical type, type
+// (docs/formats.md): the Parquet schema elements of the file metadata (name, physical type, type
 // length, repetition, converted and logical type, scale, precision, field id — each field as
 // stored, set or unset) and its key/value pairs in their stored order, "ARROW:schema" included.
 // Row groups, statistics, created_by and column orders are properties of one file, not of the

@@ -14,7 +14,7 @@ import (
 const maxPageHeaderBytes = 16 << 20
 
 // HiddenRowBytes bounds the rows of row group rg when the footer's average may hide large rows
-// among small ones (mayHideLargeRows with batches of batchBytes; issue 12): it reads the page
+// among small ones (mayHideLargeRows with batches of batchBytes): it reads the page
 // headers of the row group's byte-array column chunks (only the headers, not the pages: a
 // ranged read of at most a few KiB per page) and returns
 //   - rowBytes, an upper bound of the row group's largest row: for each byte-array column the

@@ -736,7 +736,7 @@ func TestPerFileDifferences(t *testing.T) {
 	}
 }
 
-// No empty row group, no empty chunk (issue 8 point 5): rows that are an exact multiple of the
+// No empty row group, no empty chunk: rows that are an exact multiple of the
 // row group size end with a full row group, not an empty one; a writer closed without rows
 // fails instead of writing a chunk of nothing.
 func TestNoEmptyRowGroupsOrChunks(t *testing.T) {

@@ -1,9 +1,9 @@
 // Package parquetio reads and writes the Parquet chunks of a topic with arrow-go, keeping the
-// topic's footer verbatim (issue 8): an output chunk has its inputs' Parquet schema elements and
-// footer key/value pairs ("ARROW:schema" included, byte for byte, in order), whatever Arrow writer
-// made them. Rows are read and written in the Arrow type pqarrow reads each Parquet column as
-// (its storage type), so nothing of the footer is derived again from Arrow types. It knows
-// nothing of Temporal, the catalog or the object store.
+// topic's footer verbatim (docs/formats.md): an output chunk has its inputs' Parquet schema
+// elements and footer key/value pairs ("ARROW:schema" included, byte for byte, in order), whatever
+// Arrow writer made them. Rows are read and written in the Arrow type pqarrow reads each Parquet
+// column as (its storage type), so nothing of the footer is derived again from Arrow types. It
+// knows nothing of Temporal, the catalog or the object store.
 package parquetio
 
 import (
@@ -158,7 +158,7 @@ type Chunk struct {
 	// Schema is the Arrow schema the rows are read (and written) in: the type pqarrow reads each
 	// Parquet column as (its storage type), not necessarily the type the footer's ARROW:schema
 	// names (string_view reads as utf8, timestamp[s] as timestamp[ms], dictionary<int32, uint8>
-	// as uint8; issue 8). Its metadata is pqarrow's, not the stored one.
+	// as uint8; docs/formats.md). Its metadata is pqarrow's, not the stored one.
 	Schema *arrow.Schema
 	// TimestampField is the index of timestamp_ns among Schema's fields, TimestampLeaf its Parquet
 	// leaf column index.
@@ -406,7 +406,7 @@ func (c *Chunk) rowsFor(lim Limits, rg int) int64 {
 const skewFactor = 64
 
 // mayHideLargeRows reports whether row group rg of the chunk may hold rows far larger than its
-// average among small ones (issue 12: an ingestion service writing a chunk as one row group of
+// average among small ones (for example an ingestion service writing a chunk as one row group of
 // status messages and a few blobs): a variable-width (byte array) column chunk of it holds more
 // than 16 batches of batchBytes, and the chunk was not written by storeopt (whose writer puts a
 // row of a row group's bytes in a row group of its own and keeps row groups within their bytes).

@@ -62,7 +62,7 @@ func dictionaryEncoded(t testing.TB, data []byte, leaf int) bool {
 	return true
 }
 
-// Every type of issue 8's point 3 is read in its storage type, written back with the input's
+// Every type of internal/arrowtypes is read in its storage type, written back with the input's
 // footer verbatim, read back by plain pqarrow with the same Arrow types and values, and digested
 // identically before and after.
 func TestEveryTypeRoundTrips(t *testing.T) {

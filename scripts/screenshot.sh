@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates docs/web-ui-run-progress.png: the Temporal Web UI showing a run's live current
-# details (issue 13 point 2) mid-run. Not run by CI.
+# details mid-run. Not run by CI.
 #
 # It starts a dev server of its own (in memory; gRPC 127.0.0.1:$SCREENSHOT_PORT, default 7633,
 # Web UI on $SCREENSHOT_UI_PORT, default 8633), a fresh catalog database storeopt_screenshot on

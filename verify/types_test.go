@@ -40,7 +40,7 @@ func readCase(t *testing.T, tc arrowtypes.Case, rows int) arrow.RecordBatch {
 	return array.NewRecordBatch(tbl.Schema(), cols, tbl.NumRows())
 }
 
-// The digest of every type of issue 8's point 3 does not depend on how rows are sliced into
+// The digest of every type of internal/arrowtypes does not depend on how rows are sliced into
 // batches or ordered, and changes when one value changes.
 func TestDigestEveryType(t *testing.T) {
 	for _, tc := range arrowtypes.Cases() {

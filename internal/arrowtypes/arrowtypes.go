@@ -1,5 +1,5 @@
 // Package arrowtypes lists the Arrow column types storeopt must carry through a topic unchanged
-// (issue 8, point 3) with sample values, and writes test chunks of them as other Arrow writers
+// (docs/formats.md#types) with sample values, and writes test chunks of them as other Arrow writers
 // do. For tests and fixture generators only.
 package arrowtypes
 
@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// Case is one column type of issue 8's point 3: Values (a JSON array, one element per row)
+// Case is one column type of that list: Values (a JSON array, one element per row)
 // written by plain pqarrow in type Written; Stored, when set, is the type the footer's
 // ARROW:schema names instead (what writers that arrow-go cannot imitate store: polars'
 // string_view, decimal32…).
