@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -111,68 +110,127 @@ func (a *Activities) OptimizeSmallTopics(ctx context.Context, in OptimizeSmallTo
 	return out, nil
 }
 
-// optimizeSmallTopic runs the steps of one topic of a batch. It returns an error only for what
-// fails the batch: a catalog error outside the steps, a topic that cannot be given back or a
-// cancellation.
+// optimizeSmallTopic runs the pipeline of one topic of a batch (RunTopicPipeline, with the
+// steps called in-process). It returns an error only for what fails the batch: a catalog error
+// outside the steps, a topic that cannot be given back or released, or a cancellation.
 func (a *Activities) optimizeSmallTopic(ctx context.Context, in OptimizeSmallTopicsInput, t SmallTopic) (SmallTopicResult, error) {
-	res := SmallTopicResult{TopicID: t.TopicID, Locator: t.Locator, Policy: in.Policy}
-	_, token := run(ctx)
-	var lease LeaseResult
-	err := a.timed(metrics.StepLease, func() (err error) {
-		lease, err = a.Lease(ctx, LeaseInput{TopicID: t.TopicID, SkipIfOptimized: true, Policy: in.Policy,
-			MinChunks: in.MinChunks, MaxChunkSizeBytes: in.MaxChunkSizeBytes})
-		return err
-	})
+	p, err := RunTopicPipeline(&batchSteps{a: a, ctx: ctx, in: in, t: t}, BatchSteps, in.Policy)
+	res := SmallTopicResult{TopicID: t.TopicID, Locator: t.Locator, Policy: p.Policy}
 	if err != nil {
-		return a.smallTopicFailed(ctx, res, "lease", err)
+		return res, err
 	}
-	res.Policy = lease.Policy
-	switch {
-	case lease.AlreadyOptimized:
-		return a.committedByThisRun(ctx, res, token)
-	case lease.Quarantined != nil:
-		res.Outcome, res.Quarantined = OutcomeQuarantined, lease.Quarantined
-		return res, nil
-	case lease.Leased: // another run that is still open optimizes it
+	switch p.Decision {
+	case DecisionCommitted:
+		res.Outcome, res.Commit = OutcomeOptimized, p.Commit
+	case DecisionAlreadyOptimized, DecisionLeasedByLiveRun, DecisionLeaseLost:
 		res.Outcome = OutcomeSkipped
-		return res, nil
+	case DecisionQuarantined:
+		res.Outcome, res.Quarantined = OutcomeQuarantined, p.Lease.Quarantined
+	case DecisionNothingToDo:
+		res.Outcome = OutcomeNothingToDo
+	case DecisionCanceled:
+		return res, ctx.Err()
+	case DecisionGivenBack:
+		res.Outcome, res.Step, res.Error = OutcomeGivenBack, p.Step, p.Err.Error()
+		var appErr *temporal.ApplicationError
+		if errors.As(p.Err, &appErr) {
+			res.ErrorType, res.Error = appErr.Type(), appErr.Message()
+		}
+	case DecisionFailed:
+		var appErr *temporal.ApplicationError
+		errors.As(p.Err, &appErr) // a batch's step fails its topic with an application error only
+		res.Outcome, res.Step, res.ErrorType, res.Error = OutcomeFailed, p.Step, appErr.Type(), appErr.Message()
+		if appErr.Type() == ErrTypeStore && appErr.HasDetails() {
+			var f StoreFault
+			if appErr.Details(&f) == nil {
+				res.StoreFault = &f
+			}
+		}
 	}
-	var plan ReadSortResult
-	err = a.timed(metrics.StepReadSort, func() (err error) {
-		plan, err = a.ReadSort(ctx, ReadSortInput{TopicID: t.TopicID, MaxChunkSizeBytes: in.MaxChunkSizeBytes, Policy: lease.Policy})
+	return res, nil
+}
+
+// batchSteps are the steps of one topic of a batch, called in-process under the batch's
+// context, each timed as its activity would be.
+type batchSteps struct {
+	a   *Activities
+	ctx context.Context
+	in  OptimizeSmallTopicsInput
+	t   SmallTopic
+}
+
+func (s *batchSteps) Lease() (lease LeaseResult, err error) {
+	err = s.a.timed(metrics.StepLease, func() (err error) {
+		lease, err = s.a.Lease(s.ctx, LeaseInput{TopicID: s.t.TopicID, SkipIfOptimized: true, Policy: s.in.Policy,
+			MinChunks: s.in.MinChunks, MaxChunkSizeBytes: s.in.MaxChunkSizeBytes})
 		return err
 	})
-	if err != nil {
-		return a.smallTopicFailed(ctx, res, "read-sort", err)
-	}
-	if plan.NothingToDo {
-		if _, err := a.Release(ctx, ReleaseInput{TopicID: t.TopicID, Reason: "nothing to do", Policy: lease.Policy,
-			NothingToDo: true}); err != nil {
-			return res, err
-		}
-		res.Outcome = OutcomeNothingToDo
-		return res, nil
-	}
-	for g := range plan.Groups {
-		err := a.timed(metrics.StepWriteChunks, func() error {
-			_, err := a.WriteChunks(ctx, WriteChunksInput{TopicID: t.TopicID, Group: g})
+	return lease, err
+}
+
+func (s *batchSteps) CommittedByThisRun() (CommitResult, string, bool, error) {
+	_, token := run(s.ctx)
+	res, err := s.a.committedByThisRun(s.ctx, SmallTopicResult{TopicID: s.t.TopicID}, token)
+	return res.Commit, res.Policy, res.Outcome == OutcomeOptimized, err
+}
+
+func (s *batchSteps) ReadSort(policy string) (plan ReadSortResult, err error) {
+	err = s.a.timed(metrics.StepReadSort, func() (err error) {
+		plan, err = s.a.ReadSort(s.ctx, ReadSortInput{TopicID: s.t.TopicID, MaxChunkSizeBytes: s.in.MaxChunkSizeBytes,
+			Policy: policy})
+		return err
+	})
+	return plan, err
+}
+
+// WriteChunks writes the groups one after the other.
+func (s *batchSteps) WriteChunks(groups int) (string, error) {
+	for g := range groups {
+		err := s.a.timed(metrics.StepWriteChunks, func() error {
+			_, err := s.a.WriteChunks(s.ctx, WriteChunksInput{TopicID: s.t.TopicID, Group: g})
 			return err
 		})
 		if err != nil {
-			return a.smallTopicFailed(ctx, res, fmt.Sprintf("write-chunks group %d", g), err)
+			return fmt.Sprintf("write-chunks group %d", g), err
 		}
 	}
-	var c CommitResult
-	err = a.timed(metrics.StepCommit, func() (err error) {
-		c, err = a.Commit(ctx, CommitInput{TopicID: t.TopicID})
+	return "", nil
+}
+
+func (s *batchSteps) Commit() (c CommitResult, err error) {
+	err = s.a.timed(metrics.StepCommit, func() (err error) {
+		c, err = s.a.Commit(s.ctx, CommitInput{TopicID: s.t.TopicID})
 		return err
 	})
-	if err != nil {
-		return a.smallTopicFailed(ctx, res, "commit", err)
-	}
-	res.Outcome, res.Commit = OutcomeOptimized, c
-	return res, nil
+	return c, err
 }
+
+func (s *batchSteps) GiveBackNothingToDo(policy string) error {
+	_, err := s.a.Release(s.ctx, ReleaseInput{TopicID: s.t.TopicID, Reason: "nothing to do", Policy: policy,
+		NothingToDo: true})
+	return err
+}
+
+// Release releases the topic with the failure of its step, or, canceled, from a context that
+// is not (the batch's is).
+func (s *batchSteps) Release(f StepFailure) error {
+	if f.Canceled {
+		_, err := s.a.Release(context.WithoutCancel(s.ctx), ReleaseInput{TopicID: s.t.TopicID,
+			Reason: "canceled during " + f.Step, Policy: f.Policy, Canceled: true})
+		return err
+	}
+	var appErr *temporal.ApplicationError
+	errors.As(f.Err, &appErr) // the pipeline releases a batch's topic after an application error only
+	_, err := s.a.Release(s.ctx, ReleaseInput{TopicID: s.t.TopicID, Reason: f.Step + " failed: " + appErr.Message(),
+		Policy: f.Policy, ErrorType: appErr.Type(), Error: appErr.Message()})
+	return err
+}
+
+func (s *batchSteps) GiveBack(f StepFailure) error {
+	return s.a.giveBack(s.ctx, s.t, f.Step, f.Err)
+}
+
+func (s *batchSteps) Canceled() bool { return s.ctx.Err() != nil }
 
 // timed runs one step of a batched topic and records its duration, as metrics.StepTimer does
 // for the step's activity.
@@ -205,37 +263,6 @@ func (a *Activities) committedByThisRun(ctx context.Context, res SmallTopicResul
 	return res, nil
 }
 
-// smallTopicFailed handles the error of one step: a cancellation releases the topic and fails the
-// batch; a retryable error gives the topic back (giveBack); a lease another run took over is a
-// skip; any other non-retryable error fails the topic, which is released with the error (counted
-// toward quarantine).
-func (a *Activities) smallTopicFailed(ctx context.Context, res SmallTopicResult, step string, err error) (SmallTopicResult, error) {
-	if ctx.Err() != nil {
-		rctx := context.WithoutCancel(ctx)
-		_, _ = a.Release(rctx, ReleaseInput{TopicID: res.TopicID, Reason: "canceled during " + step, Policy: res.Policy,
-			Canceled: true})
-		return res, ctx.Err()
-	}
-	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || !(appErr.NonRetryable() || slices.Contains(NonRetryableErrorTypes, appErr.Type())) {
-		return a.giveBack(ctx, res, step, err)
-	}
-	if appErr.Type() == ErrTypeLeaseLost {
-		res.Outcome = OutcomeSkipped
-		return res, nil
-	}
-	res.Outcome, res.Step, res.ErrorType, res.Error = OutcomeFailed, step, appErr.Type(), appErr.Message()
-	if appErr.Type() == ErrTypeStore && appErr.HasDetails() {
-		var f StoreFault
-		if appErr.Details(&f) == nil {
-			res.StoreFault = &f
-		}
-	}
-	_, rerr := a.Release(ctx, ReleaseInput{TopicID: res.TopicID, Reason: step + " failed: " + appErr.Message(),
-		Policy: res.Policy, ErrorType: appErr.Type(), Error: appErr.Message()})
-	return res, rerr
-}
-
 // giveBack hands a topic whose step failed with a retryable error back to the run, so that the
 // error retries that topic only (docs/design.md#one-bad-topic-never-stops-a-run): the partial
 // output under its fresh prefix is deleted while the lease is still ours, then the lease is
@@ -243,38 +270,33 @@ func (a *Activities) smallTopicFailed(ctx context.Context, res SmallTopicResult,
 // quarantine or the metrics, which the topic workflow that retries it records. A give-back that
 // fails itself (the catalog or the store unreachable: a fault of the whole batch, not of the
 // topic) fails the batch with the step's error, and Temporal retries the batch.
-func (a *Activities) giveBack(ctx context.Context, res SmallTopicResult, step string, err error) (SmallTopicResult, error) {
+func (a *Activities) giveBack(ctx context.Context, t SmallTopic, step string, err error) error {
 	_, token := run(ctx)
-	lease, lerr := a.Catalog.LeaseOf(ctx, res.TopicID)
+	lease, lerr := a.Catalog.LeaseOf(ctx, t.TopicID)
 	switch {
 	case lerr == nil && lease.FencingToken == token && lease.FreshPrefix != "":
 		if _, derr := store.DeletePrefix(ctx, a.Bucket, lease.FreshPrefix); derr != nil {
 			if _, ok := storeFaultOf(derr); !ok {
-				logger(ctx).Warn("Topic not given back: its partial output could not be deleted", "topic", res.Locator,
+				logger(ctx).Warn("Topic not given back: its partial output could not be deleted", "topic", t.Locator,
 					"prefix", lease.FreshPrefix, "error", derr)
-				return res, err
+				return err
 			}
 			// As in Release: once the lease is given back nothing references the prefix, and
 			// the cleanup routine deletes it after the retention period, once the store lets it.
 			logger(ctx).Warn("Partial output left to the cleanup routine: the store refuses to delete it",
-				"prefix", lease.FreshPrefix, "error", a.classify(res.Locator, derr))
+				"prefix", lease.FreshPrefix, "error", a.classify(t.Locator, derr))
 		}
 	case lerr != nil && !errors.Is(lerr, catalog.ErrNotFound):
-		logger(ctx).Warn("Topic not given back: its lease could not be read", "topic", res.Locator, "error", lerr)
-		return res, err
+		logger(ctx).Warn("Topic not given back: its lease could not be read", "topic", t.Locator, "error", lerr)
+		return err
 	}
-	if _, _, gerr := a.Catalog.GiveBackLease(ctx, res.TopicID, token); gerr != nil {
-		logger(ctx).Warn("Topic not given back", "topic", res.Locator, "error", gerr)
-		return res, err
-	}
-	res.Outcome, res.Step, res.Error = OutcomeGivenBack, step, err.Error()
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		res.ErrorType, res.Error = appErr.Type(), appErr.Message()
+	if _, _, gerr := a.Catalog.GiveBackLease(ctx, t.TopicID, token); gerr != nil {
+		logger(ctx).Warn("Topic not given back", "topic", t.Locator, "error", gerr)
+		return err
 	}
 	logger(ctx).Warn("Topic given back after a retryable error: a topic workflow of its own retries it",
-		"topic", res.Locator, "step", step, "error", err)
-	return res, nil
+		"topic", t.Locator, "step", step, "error", err)
+	return nil
 }
 
 // ReleaseSmallTopicsInput is the input of ReleaseSmallTopics: the topics of a batch that failed

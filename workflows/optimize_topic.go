@@ -123,15 +123,48 @@ func (o *topicOptimization) setup(ctx workflow.Context) error {
 	})
 }
 
+// run runs the topic pipeline (activities.RunTopicPipeline, which makes every decision) with the
+// workflow's steps and turns its end into the workflow's result or error. Lease and Commit are
+// local activities in executions recorded since localCatalogStepsChange.
 func (o *topicOptimization) run(ctx workflow.Context) (OptimizeTopicResult, error) {
-	result, err := o.optimize(ctx)
-	if err != nil {
-		o.release(ctx, err)
+	o.localSteps = workflow.GetVersion(ctx, localCatalogStepsChange, workflow.DefaultVersion, 1) == 1
+	// A topic workflow's steps never fail the pipeline itself (their release or give-back
+	// failures are logged), so err is nil.
+	p, err := activities.RunTopicPipeline(&topicSteps{o: o, ctx: ctx}, activities.TopicWorkflowSteps, o.in.Policy)
+	result := OptimizeTopicResult{Locator: o.in.Locator}
+	switch {
+	case err == nil && p.Decision == activities.DecisionCommitted:
+		c := p.Commit
+		result = OptimizeTopicResult{Locator: o.in.Locator, Policy: o.policy, InputChunks: c.InputChunks,
+			OutputChunks: c.OutputChunks, Rows: c.Rows, InputBytes: c.InputBytes, OutputBytes: c.OutputBytes,
+			AlreadyCommitted: c.AlreadyCommitted}
+	case err == nil && p.Decision == activities.DecisionAlreadyOptimized:
+		o.logger.Info("Topic skipped: already optimized by another run")
+		result.Skipped = true
+	case err == nil && p.Decision == activities.DecisionLeasedByLiveRun:
+		// Another run that is still open optimizes the topic; it keeps its lease
+		// (docs/design.md#one-optimization-per-topic).
+		h := p.Lease.Holder
+		if h == nil {
+			h = &activities.LeaseHolder{}
+		}
+		o.logger.Info("Topic skipped: leased by a live run", "HolderWorkflowID", h.WorkflowID, "HolderRunID", h.RunID)
+		result.Skipped = true
+	case err == nil && p.Decision == activities.DecisionQuarantined:
+		q := p.Lease.Quarantined
+		o.logger.Warn("Topic skipped: quarantined since this run listed it", "Reason", q.Reason, "Failures", q.Failures)
+		result.Quarantined = q
+	case err == nil && p.Decision == activities.DecisionNothingToDo:
+		result.Policy, result.NothingToDo = o.policy, true
+	default: // failed or canceled: released
 		if ctx.Err() != nil {
 			// Canceled: whatever the last activity reported (a hung activity that never
 			// acknowledged the cancellation ends in a heartbeat timeout), the optimization
 			// ends canceled, not failed, and the topic stays queued.
 			return OptimizeTopicResult{}, ctx.Err()
+		}
+		if err == nil {
+			err = &stepError{step: p.Step, err: p.Err}
 		}
 		return OptimizeTopicResult{}, topicFailure(o.in.Locator, err)
 	}
@@ -142,46 +175,53 @@ func (o *topicOptimization) run(ctx workflow.Context) (OptimizeTopicResult, erro
 	return result, nil
 }
 
-// optimize runs the steps in order; an error is a *stepError naming the step.
-func (o *topicOptimization) optimize(ctx workflow.Context) (OptimizeTopicResult, error) {
-	o.localSteps = workflow.GetVersion(ctx, localCatalogStepsChange, workflow.DefaultVersion, 1) == 1
-	lease, err := o.lease(ctx)
-	if err != nil {
-		return OptimizeTopicResult{}, err
-	}
-	if lease.AlreadyOptimized {
-		o.logger.Info("Topic skipped: already optimized by another run")
-		return OptimizeTopicResult{Locator: o.in.Locator, Skipped: true}, nil
-	}
-	if lease.Leased {
-		// Another run that is still open optimizes the topic; it keeps its lease
-		// (docs/design.md#one-optimization-per-topic).
-		h := lease.Holder
-		if h == nil {
-			h = &activities.LeaseHolder{}
-		}
-		o.logger.Info("Topic skipped: leased by a live run", "HolderWorkflowID", h.WorkflowID, "HolderRunID", h.RunID)
-		return OptimizeTopicResult{Locator: o.in.Locator, Skipped: true}, nil
-	}
-	if q := lease.Quarantined; q != nil {
-		o.logger.Warn("Topic skipped: quarantined since this run listed it", "Reason", q.Reason, "Failures", q.Failures)
-		return OptimizeTopicResult{Locator: o.in.Locator, Quarantined: q}, nil
-	}
-	o.policy = lease.Policy
-	plan, err := o.readSort(ctx)
-	if err != nil {
-		return OptimizeTopicResult{}, err
-	}
-	if plan.NothingToDo {
-		o.logger.Info("Nothing to do", "Policy", o.policy)
-		o.giveBack(ctx)
-		return OptimizeTopicResult{Locator: o.in.Locator, Policy: o.policy, NothingToDo: true}, nil
-	}
-	if err := o.writeChunks(ctx, plan.Groups); err != nil {
-		return OptimizeTopicResult{}, err
-	}
-	return o.commit(ctx)
+// topicSteps are the steps of activities.RunTopicPipeline as OptimizeTopicWorkflow runs them:
+// activities (Lease and Commit local ones), each under the workflow's options and summaries.
+type topicSteps struct {
+	o   *topicOptimization
+	ctx workflow.Context
 }
+
+func (s *topicSteps) Lease() (activities.LeaseResult, error) { return s.o.lease(s.ctx) }
+
+// CommittedByThisRun is false: a topic workflow commits once, after its lease, so a lease that
+// finds the topic optimized found another run's commit.
+func (s *topicSteps) CommittedByThisRun() (activities.CommitResult, string, bool, error) {
+	return activities.CommitResult{}, "", false, nil
+}
+
+func (s *topicSteps) ReadSort(policy string) (activities.ReadSortResult, error) {
+	s.o.policy = policy
+	return s.o.readSort(s.ctx)
+}
+
+func (s *topicSteps) WriteChunks(groups int) (string, error) {
+	err := s.o.writeChunks(s.ctx, groups)
+	var se *stepError
+	if errors.As(err, &se) {
+		return se.step, se.err
+	}
+	return stepWriteChunks, err
+}
+
+func (s *topicSteps) Commit() (activities.CommitResult, error) { return s.o.commit(s.ctx) }
+
+func (s *topicSteps) GiveBackNothingToDo(string) error {
+	s.o.logger.Info("Nothing to do", "Policy", s.o.policy)
+	s.o.giveBack(s.ctx)
+	return nil
+}
+
+func (s *topicSteps) Release(f activities.StepFailure) error {
+	s.o.release(s.ctx, &stepError{step: f.Step, err: f.Err})
+	return nil
+}
+
+// GiveBack is not called for a topic workflow's steps (activities.TopicWorkflowSteps: Temporal
+// retried them, so their errors fail the topic); it releases the topic as a failure would.
+func (s *topicSteps) GiveBack(f activities.StepFailure) error { return s.Release(f) }
+
+func (s *topicSteps) Canceled() bool { return s.ctx.Err() != nil }
 
 // lease takes the topic's queue row for this run and a fresh data prefix.
 func (o *topicOptimization) lease(ctx workflow.Context) (activities.LeaseResult, error) {
@@ -191,7 +231,7 @@ func (o *topicOptimization) lease(ctx workflow.Context) (activities.LeaseResult,
 		TopicID: o.in.TopicID, SkipIfOptimized: o.in.FromRun, Policy: o.in.Policy, MinChunks: o.in.MinChunks,
 		MaxChunkSizeBytes: o.in.MaxChunkSizeBytes}).Get(ctx, &lease)
 	if err != nil {
-		return lease, &stepError{step: stepLease, err: err}
+		return lease, err
 	}
 	o.logger.Info("Lease taken", "OldPrefix", lease.OldPrefix, "FreshPrefix", lease.FreshPrefix)
 	return lease, nil
@@ -219,7 +259,7 @@ func (o *topicOptimization) readSort(ctx workflow.Context) (activities.ReadSortR
 		Policy:            o.policy,
 	}).Get(ctx, &plan)
 	if err != nil {
-		return plan, &stepError{step: stepReadSort, err: err}
+		return plan, err
 	}
 	if plan.NothingToDo {
 		return plan, nil
@@ -271,24 +311,12 @@ func (o *topicOptimization) writeChunks(ctx workflow.Context, groups int) error 
 }
 
 // commit verifies the staged output and switches the topic.
-func (o *topicOptimization) commit(ctx workflow.Context) (OptimizeTopicResult, error) {
+func (o *topicOptimization) commit(ctx workflow.Context) (activities.CommitResult, error) {
 	o.setStep(ctx, stepCommit)
 	var c activities.CommitResult
 	err := o.catalogStep(o.commitSummary(withCatalogOptions(ctx)), a.Commit,
 		activities.CommitInput{TopicID: o.in.TopicID}).Get(ctx, &c)
-	if err != nil {
-		return OptimizeTopicResult{}, &stepError{step: stepCommit, err: err}
-	}
-	return OptimizeTopicResult{
-		Locator:          o.in.Locator,
-		Policy:           o.policy,
-		InputChunks:      c.InputChunks,
-		OutputChunks:     c.OutputChunks,
-		Rows:             c.Rows,
-		InputBytes:       c.InputBytes,
-		OutputBytes:      c.OutputBytes,
-		AlreadyCommitted: c.AlreadyCommitted,
-	}, nil
+	return c, err
 }
 
 // giveBack gives the lease back when there was nothing to do: Release without a failure, which
