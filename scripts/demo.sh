@@ -67,6 +67,7 @@ echo
 echo "Before/after for sequence $sequence (read = fetch and decode every chunk with pqarrow):"
 bin/starter report --sequence "$sequence" --before "$before"
 echo
-echo "Temporal Web UI: http://127.0.0.1:8233  (workflow IDs storeopt-run-… and storeopt-topic:storeopt:$sequence/…)"
+echo "Temporal Web UI: http://127.0.0.1:8233  (workflow IDs storeopt-run-… and storeopt-topic:${STOREOPT_TASK_QUEUE:-storeopt}:$sequence/…;"
+echo "  a topic of 1 MiB or less has no workflow of its own: it is in the run's OptimizeSmallTopics batch)"
 echo "The dev server keeps running; stop it with: kill \$(cat $STOREOPT_CACHE/temporal-server.pid)"
 exit "$status"
