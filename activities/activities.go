@@ -209,12 +209,9 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 		if err != nil {
 			return LeaseResult{}, err
 		}
-		// Full keeps its first rule: a topic still queued (by hand too) is optimized again.
-		done := !need
-		if requested == policy.Full {
-			done = !queued && t.OptimizedAt != nil
-		}
-		if done {
+		// Whether it is done is the requested policy's rule (Full's: not queued, and optimized).
+		rules, _ := policy.Of(requested)
+		if rules.AlreadyDone(need, queued, t.OptimizedAt != nil) {
 			a.recorder().TopicSkipped(policyLabel(string(pol)), metrics.SkipAlreadyOptimized)
 			return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix, Policy: string(pol)}, nil
 		}

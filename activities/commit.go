@@ -10,7 +10,6 @@ import (
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/plan"
-	"github.com/storeopt/storeopt/policy"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/verify"
 )
@@ -74,7 +73,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 // commitSpec returns how the commit of plan p changes the topic's chunk set.
 func commitSpec(p *plan.Plan) catalog.CommitSpec {
 	pol := p.EffectivePolicy()
-	return catalog.CommitSpec{Policy: pol, ReplaceAll: pol == policy.Full,
+	return catalog.CommitSpec{Policy: pol, ReplaceAll: pol.ReplaceAll(),
 		L1ShiftFrom: p.Placement.ShiftFrom, L1ShiftBy: p.Placement.ShiftBy}
 }
 

@@ -22,12 +22,7 @@ func (a *Activities) recorder() metrics.Recorder {
 
 // policyLabel is the policy label of a topic's metrics: the policy as the inputs and results
 // carry it ("" = full, as in histories from before policies).
-func policyLabel(p string) string {
-	if p == "" {
-		return string(policy.Full)
-	}
-	return p
-}
+func policyLabel(p string) string { return policy.Policy(p).Label() }
 
 // recordCommit records a committed optimization. A retried commit that found its own earlier
 // success (AlreadyCommitted) was counted by the attempt that committed.

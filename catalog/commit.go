@@ -138,7 +138,7 @@ func switchTopic(ctx context.Context, tx pgx.Tx, topicID int64, fencingToken str
 	if err != nil {
 		return CommitResult{}, fmt.Errorf("topic %d: plan of run %q: %w", topicID, fencingToken, err)
 	}
-	if spec.Policy != policy.Full && spec.Policy != policy.Tiered && spec.Policy != policy.Leveled {
+	if !spec.Policy.Resolved() {
 		return CommitResult{}, fmt.Errorf("topic %d: plan of run %q: commit policy %q is not a resolved policy: %w",
 			topicID, fencingToken, spec.Policy, ErrInvalid)
 	}

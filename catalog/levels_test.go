@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -329,4 +330,46 @@ func TestTieredTriggerSkipsRollups(t *testing.T) {
 	_, need, err = c.NeedsCompaction(ctx, topicID, catalog.Trigger{Policy: policy.Leveled, MinChunks: 2})
 	require.NoError(t, err)
 	require.True(t, need, "leveled merges them")
+}
+
+// TestEveryPolicysTriggerAgreesEverywhere checks, for every policy in policy.All, that its trigger
+// queues exactly the topics a dry run lists and NeedsCompaction names, each with a resolved policy
+// that a commit accepts.
+func TestEveryPolicysTriggerAgreesEverywhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := pgtest.NewCatalog(t)
+	const max = 1000
+	liveTopic(t, c, "a", "one", 100)
+	liveTopic(t, c, "a", "small", 100, 100, 100)
+	liveTopic(t, c, "a", "big", 600, 700, 800)
+	liveTopic(t, c, "a", "full", 400, 400, 400)
+	fin, _ := liveTopic(t, c, "b", "finalized", 100, 100)
+	require.NoError(t, c.FinalizeTopic(ctx, fin))
+	locators := []string{"a/one", "a/small", "a/big", "a/full", "b/finalized"}
+
+	for _, pc := range policy.All {
+		tr := catalog.Trigger{Policy: pc.Name(), MinChunks: 2, MaxChunkSizeBytes: max}
+		_, err := c.Pool.Exec(ctx, `DELETE FROM optimization_queue`)
+		require.NoError(t, err)
+		listed, err := c.TopicsNeedingCompaction(ctx, tr, 0, 100)
+		require.NoError(t, err)
+		var want []string
+		for _, n := range listed {
+			want = append(want, n.Locator)
+			require.True(t, n.Policy.Resolved(), "%s resolves %s to %q", pc.Name(), n.Locator, n.Policy)
+		}
+		added, err := c.EnqueueTopics(ctx, tr)
+		require.NoError(t, err)
+		require.Equal(t, len(want), added, "policy %s", pc.Name())
+		require.ElementsMatch(t, want, queuedLocators(t, c, pc.Name(), policy.Scope{}), "policy %s", pc.Name())
+		for _, locator := range locators {
+			topic, err := c.TopicByLocator(ctx, locator)
+			require.NoError(t, err)
+			got, need, err := c.NeedsCompaction(ctx, topic.ID, tr)
+			require.NoError(t, err)
+			require.Equal(t, slices.Contains(want, locator), need, "policy %s, topic %s", pc.Name(), locator)
+			require.True(t, got.Resolved(), "policy %s resolves %s to %q", pc.Name(), locator, got)
+		}
+	}
 }

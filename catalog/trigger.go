@@ -11,17 +11,8 @@ import (
 )
 
 // Trigger says which topics a run queues: those that need a compaction of Policy (one named SQL
-// predicate per policy, used by EnqueueTopics and NeedsCompaction alike), inside Scope, not
-// quarantined.
-//
-//   - Full: finalized, and never optimized or with L0 chunks.
-//   - Tiered: at least MinChunks L0 chunks, two of them neighbours in ingestion order, both
-//     small (policy.SmallChunkBytes) and neither an earlier tiered output: there is something to
-//     join (plan.Select's rule).
-//   - Leveled: at least MinChunks L0 chunks.
-//   - Auto: a finalized topic with at least one L0 chunk (finalization triggers the last merge
-//     into the sorted run), or a live topic that needs Leveled once its L0 bytes reach
-//     MaxChunkSizeBytes and Tiered before.
+// predicate per policy, the policy value's Trigger over the facts below, used by EnqueueTopics
+// and NeedsCompaction alike), inside Scope, not quarantined.
 type Trigger struct {
 	Policy policy.Policy
 	// MinChunks is the L0 chunk count at which a topic is queued (OceanBase's
@@ -61,31 +52,29 @@ const (
 	finalized = `t.finalized_at IS NOT NULL`
 )
 
-// needs returns the predicate of policy p over the topic aliased t.
-func needs(p policy.Policy) string {
-	tiered := `(` + l0Count + ` >= p.min_chunks AND ` + smallPairL0 + `)`
-	leveledLive := `(` + l0Count + ` >= p.min_chunks AND ` + l0Bytes + ` >= p.max_size)`
-	switch p {
-	case policy.Tiered:
-		return tiered
-	case policy.Leveled:
-		return `(` + l0Count + ` >= p.min_chunks)`
-	case policy.Auto:
-		return `((` + finalized + ` AND ` + l0Count + ` >= 1) OR (NOT ` + finalized + ` AND (` + leveledLive + ` OR ` + tiered + `)))`
-	default:
-		return `(` + finalized + ` AND (t.optimized_at IS NULL OR EXISTS (SELECT 1 FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)))`
-	}
+// facts are the SQL facts of the topic aliased t that the policies build their triggers from.
+var facts = policy.TriggerSQL{
+	L0Count:     l0Count,
+	L0Bytes:     l0Bytes,
+	AnyL0:       `EXISTS (SELECT 1 FROM chunks c WHERE c.topic_id = t.id AND c.level = 0)`,
+	SmallPairL0: smallPairL0,
+	Finalized:   finalized,
+	Unoptimized: `t.optimized_at IS NULL`,
+	MinChunks:   `p.min_chunks`,
+	MaxSize:     `p.max_size`,
 }
 
-// resolved returns an SQL expression naming the policy a compaction of p applies to the topic
-// aliased t: Auto becomes Leveled for finalized topics and live topics whose L0 bytes reach
-// the maximum chunk size,
-// Tiered otherwise.
+// needs returns the predicate of policy p (known: normalized) over the topic aliased t.
+func needs(p policy.Policy) string {
+	c, _ := policy.Of(p)
+	return c.Trigger(facts)
+}
+
+// resolved returns an SQL expression naming the policy a compaction of p (known: normalized)
+// applies to the topic aliased t (Auto's choice of Tiered or Leveled).
 func resolved(p policy.Policy) string {
-	if p != policy.Auto {
-		return `'` + string(p) + `'`
-	}
-	return `CASE WHEN ` + finalized + ` OR ` + l0Bytes + ` >= p.max_size THEN 'leveled' ELSE 'tiered' END`
+	c, _ := policy.Of(p)
+	return c.Applies(facts)
 }
 
 // inScope returns the SQL condition that the topic aliased t is inside the scope given as the
@@ -193,10 +182,10 @@ func (c *Catalog) ResolvePolicy(ctx context.Context, topicID int64, p policy.Pol
 	return res, err
 }
 
-// leasableTopic returns the topic if a compaction of policy p may lease it: it exists and, for
-// Full, is finalized. Errors wrap ErrNotFound and say which.
+// leasableTopic returns the topic if a compaction of policy p may lease it: it exists and, for a
+// policy of finalized topics only ("" and Full), is finalized. Errors wrap ErrNotFound and say which.
 func (c *Catalog) leasableTopic(ctx context.Context, q querier, topicID int64, p policy.Policy) (Topic, error) {
-	if p == policy.Full || p == "" {
+	if pc, ok := policy.Of(p); p == "" || ok && pc.FinalizedOnly() {
 		return c.finalizedTopic(ctx, q, topicID)
 	}
 	return topicRow(ctx, q, topicID)

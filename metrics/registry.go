@@ -25,7 +25,17 @@ const Namespace = "storeopt"
 // Policies are the policy label values whose series exist from the start (at 0), so that rate()
 // and increase() see the first optimization of each policy: the policies a compaction applies
 // (auto is resolved to tiered or leveled for each topic).
-var Policies = []string{string(policy.Full), string(policy.Tiered), string(policy.Leveled)}
+var Policies = resolvedPolicies()
+
+func resolvedPolicies() []string {
+	var names []string
+	for _, c := range policy.All {
+		if c.Resolved() {
+			names = append(names, string(c.Name()))
+		}
+	}
+	return names
+}
 
 // StepBuckets are the upper bounds of storeopt_step_duration_seconds, seconds: a lease takes
 // milliseconds, a write of a 256 MB chunk tens of seconds, a read-sort of thousands of chunks

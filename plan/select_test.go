@@ -198,3 +198,24 @@ func TestSelectFullAndErrors(t *testing.T) {
 	_, err = Select(policy.Auto, chunks, SelectOptions{})
 	require.ErrorContains(t, err, "auto must be resolved")
 }
+
+// TestSelectAsksThePolicy checks that Select applies every resolved policy in policy.All and
+// refuses the others.
+func TestSelectAsksThePolicy(t *testing.T) {
+	chunks := []ChunkFacts{{ChunkID: 1, Level: policy.L0, SizeBytes: 1, Rows: 1}, {ChunkID: 2, Level: policy.L0, Ordinal: 1, SizeBytes: 1, Rows: 1}}
+	for _, c := range policy.All {
+		s, err := Select(c.Name(), chunks, SelectOptions{})
+		if !c.Resolved() {
+			if err == nil {
+				t.Errorf("%s: unresolved, selected %v", c.Name(), s.Inputs)
+			}
+			continue
+		}
+		if err != nil || s.Policy != c.Name() || s.Empty() {
+			t.Errorf("%s: selection %+v, %v", c.Name(), s, err)
+		}
+	}
+	if _, err := Select("bogus", chunks, SelectOptions{}); err == nil {
+		t.Error("bogus policy selected")
+	}
+}

@@ -2,19 +2,12 @@
 // parses them from flags and workflow inputs. It is pure: workflows, activities, the catalog and
 // the starter share it.
 //
-// The policies follow OceanBase's minor compaction and Qbeast's rollup compaction:
-//
-//   - Full (mosaicod's store optimization, the default): a finalized topic is rewritten whole into
-//     one sorted run of L1 chunks.
-//   - Tiered (OceanBase tiered L0 → L0 compaction, Qbeast rollup): runs of neighbouring small L0
-//     chunks are joined into one L0 chunk each; every input becomes its own block(s), rows sorted
-//     within each block, its range recorded. No global sort, no L1 input: safe and cheap on a live
-//     topic.
-//   - Leveled (OceanBase leveled L0 → L1 compaction): every L0 chunk is merged with the L1 chunks
-//     whose time range it overlaps (plus a small last L1 chunk) into new L1 chunks; the other L1
-//     chunks are kept by reference.
-//   - Auto: tiered while a topic is live and its L0 bytes are below the target chunk size;
-//     leveled once they reach it or the topic is finalized.
+// The policies follow OceanBase's minor compaction and Qbeast's rollup compaction. Each is one
+// Compaction value in a file of its own, registered in All: Full (full.go, mosaicod's store
+// optimization, the default), Tiered (tiered.go, L0 → L0 rollup of neighbouring small chunks),
+// Leveled (leveled.go, L0 → L1 merge with the overlapping L1 chunks) and Auto (auto.go, tiered
+// while a topic is live and small, leveled after). A policy knows its selection, its commit
+// (replace-all, output level), its trigger and its label; callers ask it, never its name.
 package policy
 
 import (
@@ -24,35 +17,9 @@ import (
 	"strings"
 )
 
-// Policy is a compaction policy name.
-type Policy string
-
-// The policies.
-const (
-	Full    Policy = "full"
-	Tiered  Policy = "tiered"
-	Leveled Policy = "leveled"
-	Auto    Policy = "auto"
-)
-
-// All lists every policy, in the order the help texts give them.
-var All = []Policy{Full, Tiered, Leveled, Auto}
-
 // DefaultMinChunks is the default trigger: a run queues a topic for tiered, leveled or auto
 // compaction only when it has at least this many L0 chunks (OceanBase's minor_compact_trigger).
 const DefaultMinChunks = 2
-
-// Parse returns the policy named s; "" is Full. Errors name the valid policies.
-func Parse(s string) (Policy, error) {
-	if s == "" {
-		return Full, nil
-	}
-	p := Policy(strings.ToLower(strings.TrimSpace(s)))
-	if slices.Contains(All, p) {
-		return p, nil
-	}
-	return "", fmt.Errorf("unknown policy %q: use full, tiered, leveled or auto", s)
-}
 
 // Level is a chunk's level: L0 as ingestion (or a tiered compaction) wrote it, L1 a chunk of the
 // topic's sorted run (written by a leveled or full compaction).
@@ -66,15 +33,6 @@ const (
 
 // String renders "L0" or "L1".
 func (l Level) String() string { return fmt.Sprintf("L%d", int(l)) }
-
-// OutputLevel returns the level of the chunks a compaction of policy p writes (p resolved: not
-// Auto).
-func (p Policy) OutputLevel() Level {
-	if p == Tiered {
-		return L0
-	}
-	return L1
-}
 
 // Scope is what a run may touch (OceanBase's tenant scopes of a manual minor freeze): every topic,
 // or the union of some sequences and some topics.

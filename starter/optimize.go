@@ -100,7 +100,7 @@ otherwise.`,
 	f.IntVar(&opts.PageSize, "page-size", 0,
 		"queued topics listed at once (the window of topics in flight slides across pages); 0 = workflow default (100)")
 	f.StringVar(&opts.Policy, "policy", "full",
-		"compaction policy: full (finalized topics rewritten whole), tiered (L0 -> L0 rollup of neighbouring small chunks), leveled (L0 -> L1 merge with the overlapping part of the sorted run) or auto (tiered while live, leveled once the L0 bytes reach --max-chunk-size or the topic is finalized)")
+		"compaction policy: "+policy.Help())
 	f.IntVar(&opts.MinChunks, "min-chunks", policy.DefaultMinChunks,
 		"trigger of tiered, leveled and auto: queue a topic only when it has at least this many L0 chunks")
 	f.StringArrayVar(&opts.Scope, "scope", nil,
