@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/storeopt/storeopt/activities"
+	"github.com/storeopt/storeopt/policy"
 )
 
 // MaxDryRunTopics is how many topic plans a dry run's report lists; its totals count them all.
@@ -64,7 +65,7 @@ func (r *storeRun) dryRun(ctx workflow.Context) (StoreOptimizerResult, error) {
 	after := r.state.AfterTopicID
 	for {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("### Dry run: %d topics planned\n- **policy** %s · **scope** %s\n",
-			report.Planned, policyName(r.in.Policy), scopeText(r.in.Scope)))
+			report.Planned, policy.Policy(r.in.Policy).Label(), scopeText(r.in.Scope)))
 		var page activities.PlanTopicsResult
 		actx := withSummary(withDataOptions(ctx, r.in.HeartbeatTimeout), "",
 			fmt.Sprintf("plan topics after topic %d (dry run, page of %d)", after, r.in.PageSize), "")

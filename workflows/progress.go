@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/storeopt/storeopt/activities"
+	"github.com/storeopt/storeopt/policy"
 )
 
 // Live progress of a run (StoreOptimizerWorkflow): what its ProgressQuery answers and what its
@@ -163,7 +164,7 @@ func runDetails(p Progress, in StoreOptimizerInput) string {
 		}
 		b.f("- **in flight** %s%s\n", strings.Join(names, ", "), more)
 	}
-	b.f("- **policy** %s · **scope** %s\n", policyName(in.Policy), scopeText(in.Scope))
+	b.f("- **policy** %s · **scope** %s\n", policy.Policy(in.Policy).Label(), scopeText(in.Scope))
 	return b.String()
 }
 
@@ -253,10 +254,10 @@ func topicDetails(p TopicProgress) string {
 	var b mdText
 	b.f("### %s · %s\n", p.Step, mdCode(p.Locator))
 	applied := ""
-	if p.AppliedPolicy != "" && p.AppliedPolicy != policyName(p.Policy) {
+	if p.AppliedPolicy != "" && p.AppliedPolicy != policy.Policy(p.Policy).Label() {
 		applied = " → " + p.AppliedPolicy
 	}
-	b.f("- **policy** %s%s\n", policyName(p.Policy), applied)
+	b.f("- **policy** %s%s\n", policy.Policy(p.Policy).Label(), applied)
 	if p.Groups > 0 {
 		b.f("- **plan** %d chunks (%s) → %d chunks, %d groups\n", p.InputChunks, bytesText(p.InputBytes),
 			p.OutputChunks, p.Groups)
@@ -292,14 +293,6 @@ func etaText(eta *float64, now time.Time) string {
 	}
 	at := now.Add(time.Duration(*eta * float64(time.Second))).UTC()
 	return fmt.Sprintf("%s (%s UTC)", secondsText(*eta), at.Format("15:04:05"))
-}
-
-// policyName names a policy as runs record it ("" is full).
-func policyName(p string) string {
-	if p == "" {
-		return "full"
-	}
-	return p
 }
 
 // scopeText renders scope terms ("all" when none).

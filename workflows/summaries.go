@@ -23,7 +23,7 @@ func withSummary(ctx workflow.Context, before, subject, after string) workflow.C
 
 // enqueueSummary: "enqueue topics for full compaction (trigger 2 L0 chunks, scope all)".
 func enqueueSummary(ctx workflow.Context, in StoreOptimizerInput) workflow.Context {
-	return withSummary(ctx, fmt.Sprintf("enqueue topics for %s compaction (trigger %d L0 chunks, scope ", policyName(in.Policy),
+	return withSummary(ctx, fmt.Sprintf("enqueue topics for %s compaction (trigger %d L0 chunks, scope ", policy.Policy(in.Policy).Label(),
 		triggerChunks(in.MinChunks)), scopeText(in.Scope), ")")
 }
 
@@ -34,13 +34,13 @@ func listSummary(ctx workflow.Context, after int64, pageSize int) workflow.Conte
 
 // leaseSummary: "lease run_7/imu (auto)".
 func (o *topicOptimization) leaseSummary(ctx workflow.Context) workflow.Context {
-	return withSummary(ctx, "lease ", o.in.Locator, " ("+policyName(o.in.Policy)+")")
+	return withSummary(ctx, "lease ", o.in.Locator, " ("+policy.Policy(o.in.Policy).Label()+")")
 }
 
 // readSortSummary: "read-sort run_7/imu (auto → tiered)", or "(full)" when the lease kept the
 // policy asked for.
 func (o *topicOptimization) readSortSummary(ctx workflow.Context) workflow.Context {
-	pol := policyName(o.in.Policy)
+	pol := policy.Policy(o.in.Policy).Label()
 	if o.policy != "" && o.policy != pol {
 		pol += " → " + o.policy
 	}
