@@ -198,7 +198,7 @@ func EnsureSchedule(ctx context.Context, c client.Client, cfg Config, opts PassO
 }
 
 // WriteSummary writes the summary of a finished run: counts of optimized, skipped, failed and
-// quarantined topics (and those not attempted after a store fault), rows and chunk/byte totals,
+// quarantined topics (and those not attempted after a store fault, if any), rows and chunk/byte totals,
 // then the store fault that stopped the run if any, one line per quarantined topic with its
 // reason and one per failed topic with its locator and error (in short for the store fault).
 func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult) error {
@@ -214,7 +214,7 @@ func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult)
 	}
 	fmt.Fprintf(tw, "skipped\t%d\n", res.Skipped)
 	fmt.Fprintf(tw, "failed\t%d\n", res.Failed)
-	if res.StoreFault != "" {
+	if res.NotAttempted > 0 {
 		fmt.Fprintf(tw, "not attempted\t%d (the run stopped on a store fault; they stay queued, as do topics after them)\n", res.NotAttempted)
 	}
 	if res.Quarantined > 0 {

@@ -110,6 +110,24 @@ func TestWriteSummaryListsFailures(t *testing.T) {
 	}
 }
 
+// A store fault on the last topics of a run leaves none unattempted: the summary then has no
+// "not attempted 0 (… they stay queued …)" line, only the store fault itself.
+func TestWriteSummaryOmitsNotAttemptedWhenZero(t *testing.T) {
+	var buf bytes.Buffer
+	res := workflowsResult()
+	res.StoreFault = "store file:///data/store: read-only file system; mount it read-write"
+	if err := app.WriteSummary(&buf, "storeopt-run-x", res); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "not attempted") {
+		t.Errorf("summary says \"not attempted\" with a count of 0:\n%s", out)
+	}
+	if !strings.Contains(out, "store fault: 3 topics in a row failed the same way") {
+		t.Errorf("summary lacks the store fault:\n%s", out)
+	}
+}
+
 func TestWriteSummarySaysStoreFaultOnce(t *testing.T) {
 	var buf bytes.Buffer
 	res := workflowsResult()
