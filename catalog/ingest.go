@@ -162,7 +162,7 @@ func (c *Catalog) Topic(ctx context.Context, topicID int64) (Topic, error) {
 func (c *Catalog) TopicByLocator(ctx context.Context, locator string) (Topic, error) {
 	what := fmt.Sprintf("topic %q", locator)
 	if err := checkText("topic locator", locator); err != nil {
-		return Topic{}, fmt.Errorf("catalog: %s: %w", what, ErrNotFound)
+		return Topic{}, fmt.Errorf("%s: %w", what, ErrNotFound) // ErrNotFound says "catalog: "
 	}
 	return c.oneTopic(ctx, what, `SELECT `+topicColumns+` FROM topics t WHERE t.locator = $1`, locator)
 }
@@ -171,7 +171,7 @@ func (c *Catalog) oneTopic(ctx context.Context, what, query string, arg any) (To
 	rows, _ := c.Pool.Query(ctx, query, arg)
 	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[Topic])
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Topic{}, fmt.Errorf("catalog: %s: %w", what, ErrNotFound)
+		return Topic{}, fmt.Errorf("%s: %w", what, ErrNotFound) // ErrNotFound says "catalog: "
 	}
 	if err != nil {
 		return Topic{}, fmt.Errorf("catalog: %s: %w", what, err)

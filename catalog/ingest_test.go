@@ -59,8 +59,10 @@ func TestSequencesAndTopics(t *testing.T) {
 
 	_, err = c.Topic(ctx, 999999)
 	require.ErrorIs(t, err, catalog.ErrNotFound)
+	require.EqualError(t, err, "topic 999999: catalog: not found", "names the topic, says catalog once")
 	_, err = c.TopicByLocator(ctx, "run_1/none")
 	require.ErrorIs(t, err, catalog.ErrNotFound)
+	require.EqualError(t, err, `topic "run_1/none": catalog: not found`, "names the topic, says catalog once")
 
 	topics, err := c.ListTopics(ctx)
 	require.NoError(t, err)
