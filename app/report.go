@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -77,11 +78,30 @@ func Report(ctx context.Context, cat *catalog.Catalog) ([]TopicReport, error) {
 func InSequence(reports []TopicReport, sequence string) []TopicReport {
 	var out []TopicReport
 	for _, r := range reports {
-		if strings.HasPrefix(r.Locator, sequence+"/") {
+		if inSequence(r.Locator, sequence) {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+func inSequence(locator, sequence string) bool { return strings.HasPrefix(locator, sequence+"/") }
+
+// CheckScope returns an error naming the first sequence of the scope without a topic among
+// locators (the catalog's topics), or else the first topic of the scope not among them; nil when
+// the scope names only what exists (or is every topic).
+func CheckScope(locators []string, s policy.Scope) error {
+	for _, q := range s.Sequences {
+		if !slices.ContainsFunc(locators, func(l string) bool { return inSequence(l, q) }) {
+			return fmt.Errorf("no topic of sequence %q in the catalog", q)
+		}
+	}
+	for _, t := range s.Topics {
+		if !slices.Contains(locators, t) {
+			return fmt.Errorf("no topic %q in the catalog", t)
+		}
+	}
+	return nil
 }
 
 // WriteReportJSON writes reports as indented JSON (the snapshot format ReadReportJSON reads).

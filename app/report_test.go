@@ -14,6 +14,7 @@ import (
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/pgtest"
 	"github.com/storeopt/storeopt/internal/testenv"
+	"github.com/storeopt/storeopt/policy"
 )
 
 // ingestTestData writes the "test" preset into a fresh catalog and file store.
@@ -103,5 +104,18 @@ func TestReadObjectsNamesTheBadObject(t *testing.T) {
 	_, err = app.ReadObjects(ctx, b, []string{ingested[0].Prefix + "/data/missing.parquet"}, 1)
 	if err == nil || !strings.Contains(err.Error(), "missing.parquet") {
 		t.Fatalf("missing object: error %v, want one naming it", err)
+	}
+}
+
+func TestCheckScopeAcceptsWhatExists(t *testing.T) {
+	locators := []string{"run_1/imu", "run_2/gps"}
+	for _, s := range []policy.Scope{{}, {Sequences: []string{"run_1", "run_2"}, Topics: []string{"run_2/gps"}}} {
+		if err := app.CheckScope(locators, s); err != nil {
+			t.Errorf("scope %s: %v, want nil", s, err)
+		}
+	}
+	if err := app.CheckScope(locators, policy.Scope{Sequences: []string{"run_1"}, Topics: []string{"run_1/gps"}}); err == nil ||
+		err.Error() != `no topic "run_1/gps" in the catalog` {
+		t.Errorf("topic run_1/gps not in the catalog: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/policy"
 )
 
 func migrateCatalog(ctx context.Context, e *env) error {
@@ -17,12 +18,17 @@ func migrateCatalog(ctx context.Context, e *env) error {
 	return nil
 }
 
+// openCatalog migrates and opens the catalog.
+func openCatalog(ctx context.Context, e *env) (*catalog.Catalog, error) {
+	if err := migrateCatalog(ctx, e); err != nil {
+		return nil, err
+	}
+	return catalog.Open(ctx, e.cfg.DatabaseURL)
+}
+
 // openData migrates and opens the catalog and opens the store; close releases both.
 func openData(ctx context.Context, e *env) (cat *catalog.Catalog, bucket *blob.Bucket, close func(), err error) {
-	if err := migrateCatalog(ctx, e); err != nil {
-		return nil, nil, nil, err
-	}
-	cat, err = catalog.Open(ctx, e.cfg.DatabaseURL)
+	cat, err = openCatalog(ctx, e)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -37,4 +43,28 @@ func openData(ctx context.Context, e *env) (cat *catalog.Catalog, bucket *blob.B
 		}
 		cat.Close()
 	}, nil
+}
+
+// checkScope returns an error naming the first sequence or topic of the scope terms that is not
+// in the catalog (app.CheckScope), so that a mistyped name fails before a run that would
+// optimize nothing.
+func checkScope(ctx context.Context, e *env, terms []string) error {
+	scope, err := policy.ParseScope(terms)
+	if err != nil || scope.All() {
+		return err
+	}
+	cat, err := openCatalog(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	topics, err := cat.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	locators := make([]string, len(topics))
+	for i, t := range topics {
+		locators[i] = t.Locator
+	}
+	return app.CheckScope(locators, scope)
 }

@@ -25,7 +25,8 @@ func newStoreOptimizerCommand(e *env) *cobra.Command {
 		Use:   "store-optimizer",
 		Short: "Run one optimization pass, or create/update the schedule that runs them",
 		Long: `Without --time-interval or --cron: start one StoreOptimizerWorkflow run
-("storeopt-run-<ULID>"), wait for it and print a summary. Exit status 1 when a topic failed.
+("storeopt-run-<ULID>"), wait for it and print a summary. Exit status 1 when a topic failed;
+2 (before starting the run) when a --scope names a sequence or topic not in the catalog.
 
 With --time-interval SECONDS (> 0) or --cron EXPR: create the Temporal Schedule
 "` + app.ScheduleID + `" (or update it when it exists; on a --task-queue other than
@@ -48,6 +49,11 @@ otherwise.`,
 			}
 			if opts.DryRun && (intervalSeconds != 0 || cron != "") {
 				return errors.New("--dry-run runs once: it takes no --time-interval or --cron")
+			}
+			if intervalSeconds == 0 && cron == "" { // a schedule may name a sequence not ingested yet
+				if err := checkScope(cmd.Context(), e, opts.Scope); err != nil {
+					return err
+				}
 			}
 			summary := app.WriteSummary
 			switch {

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"github.com/spf13/cobra"
 	"gocloud.dev/blob"
 
 	"github.com/storeopt/storeopt/app"
+	"github.com/storeopt/storeopt/policy"
 )
 
 func newReportCommand(e *env) *cobra.Command {
@@ -42,10 +42,14 @@ when it was last optimized.
 				return err
 			}
 			if sequence != "" {
-				reports = app.InSequence(reports, sequence)
-				if len(reports) == 0 {
-					return fmt.Errorf("no topic of sequence %q in the catalog", sequence)
+				locators := make([]string, len(reports))
+				for i, r := range reports {
+					locators[i] = r.Locator
 				}
+				if err := app.CheckScope(locators, policy.Scope{Sequences: []string{sequence}}); err != nil {
+					return err
+				}
+				reports = app.InSequence(reports, sequence)
 			}
 			out := cmd.OutOrStdout()
 			switch {
