@@ -53,7 +53,9 @@ func checkScope(ctx context.Context, e *env, terms []string) error {
 	if err != nil || scope.All() {
 		return err
 	}
-	cat, err := openCatalog(ctx, e)
+	// Only read: the worker owns the catalog's schema, and a starter that merely checks a name
+	// changes nothing.
+	cat, err := catalog.Open(ctx, e.cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
