@@ -10,6 +10,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -119,21 +120,31 @@ func EnsureCleanupSchedule(ctx context.Context, c client.Client, cfg Config, opt
 }
 
 // upsertSchedule creates the schedule id with spec and action and overlap policy SKIP, or, when
-// it exists, replaces its spec and action and sets SKIP, leaving it paused if it was.
+// it exists, replaces its spec and action and sets SKIP, leaving it paused if it was. It looks
+// the schedule up first, so that an error (a bad cron expression, say) names the operation it
+// failed: "update schedule" for an existing schedule, "create schedule" for a new one.
 func upsertSchedule(ctx context.Context, c client.Client, id string, spec client.ScheduleSpec, action *client.ScheduleWorkflowAction) error {
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      id,
-		Spec:    spec,
-		Action:  action,
-		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-	})
-	if err == nil {
-		return nil
+	h := c.ScheduleClient().GetHandle(ctx, id)
+	if _, err := h.Describe(ctx); err != nil {
+		var notFound *serviceerror.NotFound
+		if !errors.As(err, &notFound) {
+			return fmt.Errorf("describe schedule %s: %w", id, err)
+		}
+		_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+			ID:      id,
+			Spec:    spec,
+			Action:  action,
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		})
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+			return fmt.Errorf("create schedule %s: %w", id, err)
+		}
+		// Created by someone else since the Describe: update it.
 	}
-	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("create schedule %s: %w", id, err)
-	}
-	err = c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+	err := h.Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 			s := in.Description.Schedule
 			s.Spec = &spec

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,5 +179,28 @@ func TestSchedulesOnePerInstallation(t *testing.T) {
 	}
 	if got := app.ScheduleIDFor(staging.TaskQueue); got != "storeopt-store-optimizer:storeopt-staging" {
 		t.Errorf("ScheduleIDFor(%s) = %s", staging.TaskQueue, got)
+	}
+}
+
+// TestEnsureScheduleBadCronOnExistingScheduleSaysUpdate: the schedule exists; running the
+// schedule command again with a cron expression the server rejects fails with an error that
+// says "update schedule" (it was updating), not "create schedule".
+func TestEnsureScheduleBadCronOnExistingScheduleSaysUpdate(t *testing.T) {
+	srv := testenv.StartDevServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := srv.Config("postgres://unused", "mem://")
+	if err := app.EnsureSchedule(ctx, srv.Client, cfg, app.PassOptions{MaxChunkSizeBytes: 1000}, 24*time.Hour, ""); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	err := app.EnsureSchedule(ctx, srv.Client, cfg, app.PassOptions{MaxChunkSizeBytes: 1000}, 0, "not a cron")
+	if err == nil {
+		t.Fatal("bad cron expression accepted")
+	}
+	if !strings.Contains(err.Error(), "update schedule") || strings.Contains(err.Error(), "create schedule") {
+		t.Errorf("error %q, want one that says update schedule", err)
+	}
+	if got := describe(ctx, t, srv.Client).Schedule.Spec.Intervals; len(got) != 1 || got[0].Every != 24*time.Hour {
+		t.Errorf("intervals after the failed update: %+v, want the old 24h", got)
 	}
 }
