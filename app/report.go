@@ -34,6 +34,10 @@ type TopicReport struct {
 	L0Bytes  int64 `json:"l0_bytes"`
 	L1Chunks int   `json:"l1_chunks"`
 	L1Bytes  int64 `json:"l1_bytes"`
+	// FirstTimestampNs and LastTimestampNs are the smallest and largest timestamp_ns over the
+	// chunks' stats (nil when no chunk has a non-null timestamp): the range `starter read` takes.
+	FirstTimestampNs *int64 `json:"first_timestamp_ns,omitempty"`
+	LastTimestampNs  *int64 `json:"last_timestamp_ns,omitempty"`
 }
 
 // Report lists every topic of the catalog, ordered by topic ID, with its chunk count, bytes and
@@ -61,6 +65,12 @@ func Report(ctx context.Context, cat *catalog.Catalog) ([]TopicReport, error) {
 			r.Bytes += ch.SizeBytes
 			r.Rows += ch.RowCount
 			r.ChunkKeys[i] = ch.ObjectKey
+			if ch.MinTimestampNs != nil && (r.FirstTimestampNs == nil || *ch.MinTimestampNs < *r.FirstTimestampNs) {
+				r.FirstTimestampNs = ch.MinTimestampNs
+			}
+			if ch.MaxTimestampNs != nil && (r.LastTimestampNs == nil || *ch.MaxTimestampNs > *r.LastTimestampNs) {
+				r.LastTimestampNs = ch.MaxTimestampNs
+			}
 			if ch.Level == policy.L1 {
 				r.L1Chunks++
 				r.L1Bytes += ch.SizeBytes
@@ -124,12 +134,13 @@ func ReadReportJSON(path string) ([]TopicReport, error) {
 	return reports, nil
 }
 
-// WriteReportTable writes one line per topic: locator, prefix, chunks, bytes, rows, optimized_at.
+// WriteReportTable writes one line per topic: locator, prefix, chunks, bytes, rows, optimized_at,
+// first and last timestamp_ns ("-" when none).
 // With bench non-nil it adds the seconds to read each topic's chunks (ReadObjects), running the
 // reads as it goes; a failed read is reported in the table, not as an error.
 func WriteReportTable(ctx context.Context, w io.Writer, reports []TopicReport, bench *blob.Bucket) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	header := "locator\tprefix\tchunks\tbytes\trows\toptimized_at\t"
+	header := "locator\tprefix\tchunks\tbytes\trows\toptimized_at\tfirst_ns\tlast_ns\t"
 	if bench != nil {
 		header += "read_s\t"
 	}
@@ -139,7 +150,8 @@ func WriteReportTable(ctx context.Context, w io.Writer, reports []TopicReport, b
 		if r.OptimizedAt != nil {
 			opt = r.OptimizedAt.UTC().Format(time.RFC3339)
 		}
-		line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%s\t", r.Locator, r.DataPrefix, r.Chunks, r.Bytes, r.Rows, opt)
+		line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t", r.Locator, r.DataPrefix, r.Chunks, r.Bytes, r.Rows, opt,
+			nsCell(r.FirstTimestampNs), nsCell(r.LastTimestampNs))
 		if bench != nil {
 			line += readCell(ReadObjects(ctx, bench, r.ChunkKeys, DefaultReadParallelism)) + "\t"
 		}
@@ -183,6 +195,13 @@ func WriteComparison(ctx context.Context, w io.Writer, before, after []TopicRepo
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", a.Locator, b.Chunks, a.Chunks, b.Bytes, a.Bytes, readBefore, readAfter)
 	}
 	return tw.Flush()
+}
+
+func nsCell(ns *int64) string {
+	if ns == nil {
+		return "-"
+	}
+	return fmt.Sprint(*ns)
 }
 
 func readCell(st ReadStats, err error) string {

@@ -3,7 +3,9 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,6 +67,34 @@ func TestReportAndReadObjects(t *testing.T) {
 		}
 	}
 
+	// Each topic's first and last timestamp_ns (from the chunk stats) are the ones the catalog
+	// aggregated into the topic row when ingestion finalized it, and the table prints them.
+	topics, err := cat.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := app.WriteReportTable(ctx, &text, reports, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, tp := range topics {
+		got := reports[i]
+		if tp.MinTimestampNs == nil || got.FirstTimestampNs == nil || got.LastTimestampNs == nil ||
+			*got.FirstTimestampNs != *tp.MinTimestampNs || *got.LastTimestampNs != *tp.MaxTimestampNs {
+			t.Errorf("topic %s: report range %s..%s, catalog topic %s..%s", tp.Locator,
+				nsString(got.FirstTimestampNs), nsString(got.LastTimestampNs), nsString(tp.MinTimestampNs), nsString(tp.MaxTimestampNs))
+			continue
+		}
+		if *got.FirstTimestampNs >= *got.LastTimestampNs {
+			t.Errorf("topic %s: first %d not before last %d", tp.Locator, *got.FirstTimestampNs, *got.LastTimestampNs)
+		}
+		want := fmt.Sprintf("%s %s %d %d %d %s %d %d", got.Locator, got.DataPrefix, got.Chunks, got.Bytes, got.Rows, "-",
+			*got.FirstTimestampNs, *got.LastTimestampNs)
+		if !slices.ContainsFunc(strings.Split(text.String(), "\n"), func(l string) bool { return strings.Join(strings.Fields(l), " ") == want }) {
+			t.Errorf("topic %s: table lacks its range %d %d:\n%s", tp.Locator, *got.FirstTimestampNs, *got.LastTimestampNs, text.String())
+		}
+	}
+
 	// A snapshot round-trips, and the comparison prints one line per topic present in both.
 	path := filepath.Join(t.TempDir(), "before.json")
 	var buf bytes.Buffer
@@ -87,6 +117,13 @@ func TestReportAndReadObjects(t *testing.T) {
 	if strings.Contains(table.String(), "error") {
 		t.Errorf("comparison reports a read error:\n%s", table.String())
 	}
+}
+
+func nsString(ns *int64) string {
+	if ns == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*ns)
 }
 
 func TestReadObjectsNamesTheBadObject(t *testing.T) {

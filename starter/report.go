@@ -18,7 +18,7 @@ func newReportCommand(e *env) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
-		Short: "Print chunks, bytes, rows and optimized_at per topic from the catalog",
+		Short: "Print chunks, bytes, rows, optimized_at and first/last timestamp_ns per topic from the catalog",
 		Long: `Print one line per topic of the catalog: locator, data prefix, chunks, bytes, rows and
 when it was last optimized.
 
