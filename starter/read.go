@@ -32,6 +32,10 @@ chunks and blocks read, the bytes fetched and the seconds taken (--json: one JSO
 			if locator == "" {
 				return fmt.Errorf("--topic is required")
 			}
+			if !cmd.Flags().Changed("from") || !cmd.Flags().Changed("to") {
+				return fmt.Errorf("--from and --to are required (timestamp_ns, nanoseconds since the Unix epoch); " +
+					"a topic's first and last timestamp_ns: see starter report")
+			}
 			if to <= from {
 				return fmt.Errorf("--to %d must be after --from %d", to, from)
 			}
