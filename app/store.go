@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"time"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	_ "gocloud.dev/blob/memblob" // mem:// URLs
-	_ "gocloud.dev/blob/s3blob"  // s3:// URLs
+	"gocloud.dev/blob/s3blob"    // s3:// URLs
 
 	"github.com/storeopt/storeopt/store"
 )
@@ -24,6 +25,29 @@ func checkStoreExists(storeURL string) error {
 	}
 	if _, err := os.Stat(u.Path); err != nil {
 		return fmt.Errorf("store URL %s: directory does not exist (a worker needs the store the catalog's topics were ingested into)", RedactURL(storeURL))
+	}
+	return nil
+}
+
+// storeCheckTimeout bounds checkStoreReachable's one listing call.
+const storeCheckTimeout = 15 * time.Second
+
+// checkStoreReachable refuses an s3:// store the worker cannot list (one key, within
+// storeCheckTimeout): an endpoint where nothing listens, a missing bucket or refused credentials
+// stop the worker at start with the redacted URL, instead of failing every activity later.
+func checkStoreReachable(ctx context.Context, b *blob.Bucket, storeURL string) error {
+	u, err := url.Parse(storeURL)
+	if err != nil || u.Scheme != s3blob.Scheme {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	ok, err := b.IsAccessible(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("store URL %s: not reachable: %s", RedactURL(storeURL), redactErr(err, storeURL))
+	case !ok:
+		return fmt.Errorf("store URL %s: bucket does not exist", RedactURL(storeURL))
 	}
 	return nil
 }

@@ -66,6 +66,9 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 			logger.Warn("close store", "store", RedactURL(cfg.StoreURL), "error", err)
 		}
 	}()
+	if err := checkStoreReachable(ctx, bucket, cfg.StoreURL); err != nil {
+		return err
+	}
 	unfinished, err := uploads.Open(bucket, cfg.StoreURL)
 	if err != nil {
 		return err

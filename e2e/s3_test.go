@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"errors"
+	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -227,4 +229,37 @@ func TestS3WorkerKilledDuringMultipartUpload(t *testing.T) {
 		t.Errorf("unfinished uploads left after cleanup: %+v", left)
 	}
 	equalRows(t, before.locator, after, readTopic(t, e.b, chunkKeys(t, e.cat, before.id)))
+}
+
+// TestS3WorkerExitsWhenStoreUnreachable: a worker whose s3:// store URL names an endpoint where
+// nothing listens exits 2 at start with a message naming the (redacted) store URL, instead of
+// starting and failing every activity later.
+func TestS3WorkerExitsWhenStoreUnreachable(t *testing.T) {
+	e := newS3Env(t)
+	closed, err := testenv.FreeAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(e.cfg.StoreURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("endpoint", "http://"+closed)
+	u.RawQuery = q.Encode()
+	e.cfg.StoreURL = u.String()
+	log := &procLog{}
+	p := startWorkerProc(t, e, "", log)
+	select {
+	case <-p.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("worker with store %s still running (want exit 2):\n%s", app.RedactURL(e.cfg.StoreURL), log.String())
+	}
+	var exit *exec.ExitError
+	if !errors.As(p.err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("worker exited with %v, want exit status 2:\n%s", p.err, log.String())
+	}
+	if want := "store URL " + app.RedactURL(e.cfg.StoreURL) + ": not reachable"; !strings.Contains(log.String(), want) {
+		t.Errorf("worker output does not say %q:\n%s", want, log.String())
+	}
 }
