@@ -73,8 +73,16 @@ func labelChunk(t *testing.T, chunk, rows, distinct int, interleave, nested bool
 		}
 	}
 	rec := bld.NewRecordBatch()
+	data, stats := encodeChunk(t, rec)
+	return data, stats, rec
+}
+
+// encodeChunk writes rec as one zstd Parquet chunk the way an ingestion service does (Arrow
+// schema stored) and returns its bytes and chunk stats.
+func encodeChunk(t *testing.T, rec arrow.RecordBatch) ([]byte, chunkstats.Stats) {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		t.Fatal(err)
@@ -85,12 +93,12 @@ func labelChunk(t *testing.T, chunk, rows, distinct int, interleave, nested bool
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := chunkstats.NewAccumulator(schema)
+	acc, err := chunkstats.NewAccumulator(rec.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}
 	acc.Add(rec)
-	return buf.Bytes(), acc.Result(), rec
+	return buf.Bytes(), acc.Result()
 }
 
 // labelsTopic records a finalized topic of chunks labelChunk makes in a fresh catalog and store,

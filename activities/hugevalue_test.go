@@ -10,10 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/storeopt/storeopt/activities"
 	"github.com/storeopt/storeopt/catalog"
@@ -56,24 +53,7 @@ func noteChunk(t *testing.T, chunk, rows, huge int, noteType arrow.DataType) ([]
 	}
 	rec := bld.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	acc, err := chunkstats.NewAccumulator(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	acc.Add(rec)
-	return buf.Bytes(), acc.Result()
+	return encodeChunk(t, rec)
 }
 
 // runPolicy runs Lease, ReadSort, every WriteChunks group and Commit of one compaction of the
