@@ -44,7 +44,8 @@ type Activities struct {
 	// QuarantineAfter is how many consecutive failures of a topic with the same error type and
 	// message quarantine it (see QuarantineErrorTypes); 0 = catalog.DefaultQuarantineAfter (3).
 	QuarantineAfter int
-	// Metrics receives how topics end and what cleanup deletes (see metrics.go); nil = none.
+	// Metrics receives what the steps a batch runs in-process say (see metrics.go); nil = none.
+	// The worker's metrics.Interceptor records the activities Temporal runs.
 	Metrics metrics.Recorder
 	// Runs tells Lease whether the run holding a topic's lease is still open; nil = every holder
 	// is taken to be alive, so no lease is ever taken over (tests and tools that call the
@@ -212,14 +213,12 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 		// Whether it is done is the requested policy's rule (Full's: not queued, and optimized).
 		rules, _ := policy.Of(requested)
 		if rules.AlreadyDone(need, queued, t.OptimizedAt != nil) {
-			a.recorder().TopicSkipped(policyLabel(string(pol)), metrics.SkipAlreadyOptimized)
 			return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix, Policy: string(pol)}, nil
 		}
 		rec, err := a.Catalog.FailureOf(ctx, in.TopicID)
 		switch {
 		case err == nil && rec.QuarantinedAt != nil:
-			a.recorder().TopicSkipped(policyLabel(string(pol)), metrics.SkipQuarantined)
-			return LeaseResult{Locator: t.Locator, OldPrefix: t.DataPrefix, Quarantined: &QuarantinedTopic{
+			return LeaseResult{Locator: t.Locator, OldPrefix: t.DataPrefix, Policy: string(pol), Quarantined: &QuarantinedTopic{
 				TopicID: rec.TopicID, Locator: rec.Locator, Reason: rec.Reason(), Failures: rec.Failures,
 				Since: *rec.QuarantinedAt}}, nil
 		case err != nil && !errors.Is(err, catalog.ErrNotFound):
@@ -235,14 +234,12 @@ func (a *Activities) Lease(ctx context.Context, in LeaseInput) (LeaseResult, err
 		if err != nil {
 			return LeaseResult{}, a.classify(fmt.Sprintf("#%d", in.TopicID), err)
 		}
-		a.recorder().TopicSkipped(policyLabel(string(pol)), metrics.SkipAlreadyOptimized)
 		return LeaseResult{AlreadyOptimized: true, Locator: t.Locator, OldPrefix: t.DataPrefix, Policy: string(pol)}, nil
 	}
 	if errors.As(err, &held) {
 		h := held.Holder
 		logger(ctx).Info("Topic skipped: leased by a live run", "topic", h.Locator, "holder", h.Owner,
 			"holder_run", h.FencingToken)
-		a.recorder().TopicSkipped(policyLabel(string(pol)), metrics.SkipLeased)
 		return LeaseResult{Leased: true, Holder: &LeaseHolder{WorkflowID: h.Owner, RunID: h.FencingToken},
 			Locator: h.Locator, OldPrefix: h.OldPrefix, Policy: string(pol)}, nil
 	}
@@ -360,16 +357,6 @@ func (a *Activities) leased(ctx context.Context, topicID int64) (catalog.Topic, 
 // fault no retry can fix) is left to the cleanup routine. A failure whose ErrorType is one of
 // QuarantineErrorTypes is counted toward the topic's quarantine (once per run).
 func (a *Activities) Release(ctx context.Context, in ReleaseInput) (ReleaseResult, error) {
-	res, err := a.release(ctx, in)
-	if err != nil {
-		return res, err
-	}
-	a.recordRelease(in, res)
-	return res, nil
-}
-
-// release is Release without the metrics, which its callers record once their activity succeeds.
-func (a *Activities) release(ctx context.Context, in ReleaseInput) (ReleaseResult, error) {
 	_, token := run(ctx)
 	if err := faults.Hit(ctx, faults.ReleaseBefore); err != nil {
 		return ReleaseResult{}, err

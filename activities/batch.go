@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/faults"
-	"github.com/storeopt/storeopt/metrics"
 	"github.com/storeopt/storeopt/store"
 )
 
@@ -159,13 +157,9 @@ type batchSteps struct {
 	t   SmallTopic
 }
 
-func (s *batchSteps) Lease() (lease LeaseResult, err error) {
-	err = s.a.timed(metrics.StepLease, func() (err error) {
-		lease, err = s.a.Lease(s.ctx, LeaseInput{TopicID: s.t.TopicID, SkipIfOptimized: true, Policy: s.in.Policy,
-			MinChunks: s.in.MinChunks, MaxChunkSizeBytes: s.in.MaxChunkSizeBytes})
-		return err
-	})
-	return lease, err
+func (s *batchSteps) Lease() (LeaseResult, error) {
+	return inProcess(s.ctx, s.a, "Lease", s.a.Lease, LeaseInput{TopicID: s.t.TopicID, SkipIfOptimized: true,
+		Policy: s.in.Policy, MinChunks: s.in.MinChunks, MaxChunkSizeBytes: s.in.MaxChunkSizeBytes})
 }
 
 func (s *batchSteps) CommittedByThisRun() (CommitResult, string, bool, error) {
@@ -174,40 +168,28 @@ func (s *batchSteps) CommittedByThisRun() (CommitResult, string, bool, error) {
 	return res.Commit, res.Policy, res.Outcome == OutcomeOptimized, err
 }
 
-func (s *batchSteps) ReadSort(policy string) (plan ReadSortResult, err error) {
-	err = s.a.timed(metrics.StepReadSort, func() (err error) {
-		plan, err = s.a.ReadSort(s.ctx, ReadSortInput{TopicID: s.t.TopicID, MaxChunkSizeBytes: s.in.MaxChunkSizeBytes,
-			Policy: policy})
-		return err
-	})
-	return plan, err
+func (s *batchSteps) ReadSort(policy string) (ReadSortResult, error) {
+	return inProcess(s.ctx, s.a, "ReadSort", s.a.ReadSort, ReadSortInput{TopicID: s.t.TopicID,
+		MaxChunkSizeBytes: s.in.MaxChunkSizeBytes, Policy: policy})
 }
 
 // WriteChunks writes the groups one after the other.
 func (s *batchSteps) WriteChunks(groups int) (string, error) {
 	for g := range groups {
-		err := s.a.timed(metrics.StepWriteChunks, func() error {
-			_, err := s.a.WriteChunks(s.ctx, WriteChunksInput{TopicID: s.t.TopicID, Group: g})
-			return err
-		})
-		if err != nil {
+		if _, err := inProcess(s.ctx, s.a, "WriteChunks", s.a.WriteChunks, WriteChunksInput{TopicID: s.t.TopicID, Group: g}); err != nil {
 			return fmt.Sprintf("write-chunks group %d", g), err
 		}
 	}
 	return "", nil
 }
 
-func (s *batchSteps) Commit() (c CommitResult, err error) {
-	err = s.a.timed(metrics.StepCommit, func() (err error) {
-		c, err = s.a.Commit(s.ctx, CommitInput{TopicID: s.t.TopicID})
-		return err
-	})
-	return c, err
+func (s *batchSteps) Commit() (CommitResult, error) {
+	return inProcess(s.ctx, s.a, "Commit", s.a.Commit, CommitInput{TopicID: s.t.TopicID})
 }
 
 func (s *batchSteps) GiveBackNothingToDo(policy string) error {
-	_, err := s.a.Release(s.ctx, ReleaseInput{TopicID: s.t.TopicID, Reason: "nothing to do", Policy: policy,
-		NothingToDo: true})
+	_, err := inProcess(s.ctx, s.a, "Release", s.a.Release, ReleaseInput{TopicID: s.t.TopicID,
+		Reason: "nothing to do", Policy: policy, NothingToDo: true})
 	return err
 }
 
@@ -215,14 +197,14 @@ func (s *batchSteps) GiveBackNothingToDo(policy string) error {
 // is not (the batch's is).
 func (s *batchSteps) Release(f StepFailure) error {
 	if f.Canceled {
-		_, err := s.a.Release(context.WithoutCancel(s.ctx), ReleaseInput{TopicID: s.t.TopicID,
-			Reason: "canceled during " + f.Step, Policy: f.Policy, Canceled: true})
+		_, err := inProcess(context.WithoutCancel(s.ctx), s.a, "Release", s.a.Release, ReleaseInput{
+			TopicID: s.t.TopicID, Reason: "canceled during " + f.Step, Policy: f.Policy, Canceled: true})
 		return err
 	}
 	var appErr *temporal.ApplicationError
 	errors.As(f.Err, &appErr) // the pipeline releases a batch's topic after an application error only
-	_, err := s.a.Release(s.ctx, ReleaseInput{TopicID: s.t.TopicID, Reason: f.Step + " failed: " + appErr.Message(),
-		Policy: f.Policy, ErrorType: appErr.Type(), Error: appErr.Message()})
+	_, err := inProcess(s.ctx, s.a, "Release", s.a.Release, ReleaseInput{TopicID: s.t.TopicID,
+		Reason: f.Step + " failed: " + appErr.Message(), Policy: f.Policy, ErrorType: appErr.Type(), Error: appErr.Message()})
 	return err
 }
 
@@ -231,15 +213,6 @@ func (s *batchSteps) GiveBack(f StepFailure) error {
 }
 
 func (s *batchSteps) Canceled() bool { return s.ctx.Err() != nil }
-
-// timed runs one step of a batched topic and records its duration, as metrics.StepTimer does
-// for the step's activity.
-func (a *Activities) timed(step string, f func() error) error {
-	start := time.Now()
-	err := f()
-	a.recorder().StepFinished(step, time.Since(start), err)
-	return err
-}
 
 // committedByThisRun answers a topic that no longer needs the compaction: optimized when this
 // run committed it (a retried batch), else skipped (another run did).
@@ -358,14 +331,14 @@ func (a *Activities) ReleaseSmallTopics(ctx context.Context, in ReleaseSmallTopi
 		}
 		rin := ReleaseInput{TopicID: t.TopicID, Reason: in.Reason, ErrorType: in.ErrorType, Error: in.Error,
 			Policy: in.Policy, Canceled: in.Canceled}
-		rres, err := a.release(ctx, rin)
+		rres, err := a.Release(ctx, rin)
 		if err != nil {
 			return out, err
 		}
 		ended = append(ended, released{rin, rres})
 	}
 	for _, e := range ended {
-		a.recordRelease(e.in, e.res)
+		RecordOutcome(a.recorder(), e.in, e.res, nil)
 	}
 	return out, nil
 }

@@ -11,7 +11,6 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/storeopt/storeopt/catalog"
-	"github.com/storeopt/storeopt/metrics"
 	"github.com/storeopt/storeopt/panics"
 	"github.com/storeopt/storeopt/store"
 )
@@ -181,8 +180,6 @@ func (a *Activities) DeleteMarkedPrefixes(ctx context.Context, in DeleteMarkedPr
 	logger(ctx).Info("Marked prefixes deleted", "retention", in.RetentionDuration, "deleted", p.Result.Deleted,
 		"objects", p.Result.DeletedObjects, "unmarked", p.Result.Unmarked, "failed", p.Result.DeleteFailed,
 		"pending", p.Result.Pending)
-	a.recorder().CleanupDone(metrics.CleanupPrefixes, p.Result.Deleted, p.Result.DeleteFailed)
-	a.recorder().CleanupDone(metrics.CleanupObjects, p.Result.DeletedObjects, 0)
 	return p.Result, nil
 }
 

@@ -60,7 +60,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (CommitResult, 
 	res.AlreadyCommitted = cr.AlreadyCommitted
 	res.OldPrefix, res.NewPrefix = cr.OldPrefix, cr.NewPrefix
 	res.InputChunks, res.OutputChunks = cr.InputChunks, cr.OutputChunks
-	a.recordCommit(string(cr.Policy), res) // the switch is done: counted even if the acknowledgement is lost
+	res.Policy = string(cr.Policy) // the switch is done: RecordOutcome counts it even if an error follows
 	if err := faults.Hit(ctx, faults.CommitAfterTx); err != nil {
 		return res, err // the retry finds it committed
 	}

@@ -1,18 +1,77 @@
 package activities
 
 import (
+	"context"
 	"slices"
+	"time"
 
 	"github.com/storeopt/storeopt/metrics"
 	"github.com/storeopt/storeopt/policy"
 )
 
-// Metrics: the activities tell Activities.Metrics how topics end (Lease: skipped; Commit:
-// optimized; Release: failed, quarantined, or nothing to do) and what cleanup deleted, each once,
-// when the activity succeeds; step durations are timed around the activities by
-// metrics.StepTimer. Workflows record nothing (they are replayed).
+// Metrics are recorded at one seam, metrics.Observe, never by the activities themselves:
+// metrics.Interceptor observes every activity the worker executes, and a batch of tiny topics
+// observes each step it runs in-process (inProcess). RecordOutcome reads how a topic ended from
+// the activity's input and result. Workflows record nothing (they are replayed).
 
-// recorder returns where the activities record metrics (metrics.Nop when Metrics is nil).
+// RecordOutcome is the metrics.Outcome of storeopt's activities: what an execution's input and
+// result say about a topic (Lease: skipped; Commit: optimized; Release: failed, quarantined or
+// nothing to do) or about cleanup (what it deleted), each recorded once, when the activity
+// succeeds. A Commit whose switch is done is counted even when it returns an error after it (its
+// acknowledgement lost); its retry finds it AlreadyCommitted and is not counted again.
+func RecordOutcome(rec metrics.Recorder, in, res any, err error) {
+	if c, ok := res.(CommitResult); ok && c.NewPrefix != "" && !c.AlreadyCommitted {
+		rec.TopicOptimized(metrics.Optimization{Policy: policyLabel(c.Policy), InputChunks: c.InputChunks,
+			OutputChunks: c.OutputChunks, Rows: c.Rows, InputBytes: c.InputBytes, OutputBytes: c.OutputBytes})
+	}
+	if err != nil {
+		return
+	}
+	switch r := res.(type) {
+	case LeaseResult:
+		switch {
+		case r.AlreadyOptimized:
+			rec.TopicSkipped(policyLabel(r.Policy), metrics.SkipAlreadyOptimized)
+		case r.Quarantined != nil:
+			rec.TopicSkipped(policyLabel(r.Policy), metrics.SkipQuarantined)
+		case r.Leased:
+			rec.TopicSkipped(policyLabel(r.Policy), metrics.SkipLeased)
+		}
+	case ReleaseResult:
+		rin, _ := in.(ReleaseInput)
+		pol := policyLabel(rin.Policy)
+		if rin.NothingToDo {
+			rec.TopicSkipped(pol, metrics.SkipNothingToDo)
+			return
+		}
+		rec.TopicFailed(pol, failureType(rin))
+		if r.Quarantined {
+			rec.TopicQuarantined(pol)
+		}
+	case DeleteMarkedPrefixesResult:
+		rec.CleanupDone(metrics.CleanupPrefixes, r.Deleted, r.DeleteFailed)
+		rec.CleanupDone(metrics.CleanupObjects, r.DeletedObjects, 0)
+	case DeleteTempFilesResult:
+		rec.CleanupDone(metrics.CleanupTempFiles, r.Deleted, r.Failed)
+	case AbortUploadsResult:
+		rec.CleanupDone(metrics.CleanupAbortedUploads, r.Aborted, r.Failed)
+	case DeleteReplacedObjectsResult:
+		rec.CleanupDone(metrics.CleanupReplacedObjects, r.Deleted, r.Failed)
+	}
+}
+
+// inProcess runs activity f (registered as activityType) in-process, as a batch runs the steps
+// of its topics, and observes it as metrics.Interceptor observes the activity when Temporal
+// runs it.
+func inProcess[In, Res any](ctx context.Context, a *Activities, activityType string,
+	f func(context.Context, In) (Res, error), in In) (Res, error) {
+	start := time.Now()
+	res, err := f(ctx, in)
+	metrics.Observe(a.recorder(), RecordOutcome, activityType, in, res, err, time.Since(start))
+	return res, err
+}
+
+// recorder returns where in-process steps record metrics (metrics.Nop when Metrics is nil).
 func (a *Activities) recorder() metrics.Recorder {
 	if a.Metrics == nil {
 		return metrics.Nop{}
@@ -23,30 +82,6 @@ func (a *Activities) recorder() metrics.Recorder {
 // policyLabel is the policy label of a topic's metrics: the policy as the inputs and results
 // carry it ("" = full, as in histories from before policies).
 func policyLabel(p string) string { return policy.Policy(p).Label() }
-
-// recordCommit records a committed optimization. A retried commit that found its own earlier
-// success (AlreadyCommitted) was counted by the attempt that committed.
-func (a *Activities) recordCommit(policy string, res CommitResult) {
-	if res.AlreadyCommitted {
-		return
-	}
-	a.recorder().TopicOptimized(metrics.Optimization{Policy: policyLabel(policy), InputChunks: res.InputChunks,
-		OutputChunks: res.OutputChunks, Rows: res.Rows, InputBytes: res.InputBytes, OutputBytes: res.OutputBytes})
-}
-
-// recordRelease records how an optimization that Release ended went: nothing to do (a skip), or
-// a failure by error type, and whether it quarantined the topic.
-func (a *Activities) recordRelease(in ReleaseInput, res ReleaseResult) {
-	policy := policyLabel(in.Policy)
-	if in.NothingToDo {
-		a.recorder().TopicSkipped(policy, metrics.SkipNothingToDo)
-		return
-	}
-	a.recorder().TopicFailed(policy, failureType(in))
-	if res.Quarantined {
-		a.recorder().TopicQuarantined(policy)
-	}
-}
 
 // failureType is the error_type label of a failure Release is told about: a storeopt error type,
 // metrics.ErrorCanceled, or metrics.ErrorOther (retryable errors after the last attempt,

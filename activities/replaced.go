@@ -9,7 +9,6 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/storeopt/storeopt/catalog"
-	"github.com/storeopt/storeopt/metrics"
 )
 
 // DeleteReplacedObjectsInput is the input of DeleteReplacedObjects.
@@ -91,6 +90,5 @@ func (a *Activities) DeleteReplacedObjects(ctx context.Context, in DeleteReplace
 	p.Result.Pending = pending
 	logger(ctx).Info("Objects of replaced chunks", "retention", in.RetentionDuration, "deleted", p.Result.Deleted,
 		"pending", p.Result.Pending, "failed", p.Result.Failed)
-	a.recorder().CleanupDone(metrics.CleanupReplacedObjects, p.Result.Deleted, p.Result.Failed)
 	return p.Result, nil
 }

@@ -11,7 +11,6 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/storeopt/storeopt/catalog"
-	"github.com/storeopt/storeopt/metrics"
 	"github.com/storeopt/storeopt/store"
 )
 
@@ -88,7 +87,6 @@ func (a *Activities) DeleteTempFiles(ctx context.Context, in DeleteTempFilesInpu
 	logger(ctx).Info("Temporary files of unfinished writes", "retention", in.RetentionDuration,
 		"found", p.Result.Found, "deleted", p.Result.Deleted, "pending", p.Result.Pending,
 		"inFlight", p.Result.InFlight, "failed", p.Result.Failed)
-	a.recorder().CleanupDone(metrics.CleanupTempFiles, p.Result.Deleted, p.Result.Failed)
 	return p.Result, nil
 }
 

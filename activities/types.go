@@ -194,6 +194,9 @@ type CommitResult struct {
 	Rows             int64
 	InputBytes       int64
 	OutputBytes      int64
+	// Policy is the policy the commit applied (auto resolved), for the metrics; "" in histories
+	// from before it and in a retried commit's AlreadyCommitted answer.
+	Policy string `json:",omitempty"`
 }
 
 // ReleaseInput is the input of Release.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/storeopt/storeopt/catalog"
-	"github.com/storeopt/storeopt/metrics"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/uploads"
 )
@@ -85,7 +84,6 @@ func (a *Activities) AbortAbandonedUploads(ctx context.Context, in AbortUploadsI
 	logger(ctx).Info("Unfinished uploads", "kind", r.Kind, "retention", in.RetentionDuration, "found", r.Found,
 		"aborted", r.Aborted, "abortedBytes", r.AbortedBytes, "pending", r.Pending, "inFlight", r.InFlight,
 		"failed", r.Failed)
-	a.recorder().CleanupDone(metrics.CleanupAbortedUploads, r.Aborted, r.Failed)
 	return r, nil
 }
 

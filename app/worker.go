@@ -82,7 +82,7 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 	var interceptors []interceptor.WorkerInterceptor
 	if opts.metrics != nil {
 		opts.metrics.Registry.WatchPool(pool)
-		interceptors = append(interceptors, metrics.StepTimer(opts.recorder()))
+		interceptors = append(interceptors, metrics.Interceptor(opts.recorder(), activities.RecordOutcome))
 	}
 
 	fatal := make(chan error, 1)

@@ -1,11 +1,13 @@
-// Package metrics is storeopt's Prometheus instrumentation: the Recorder the activities report
-// topic outcomes, steps and cleanup deletions to (Nop when metrics are off), and the Registry
-// that serves storeopt's own metrics (named storeopt_…), the store's byte counters, the memory
-// pool's gauges, Go runtime and process metrics and the Temporal SDK's metrics (through
-// go.temporal.io/sdk/contrib/tally and tally's Prometheus reporter) on one /metrics endpoint.
+// Package metrics is storeopt's Prometheus instrumentation: Observe, the one seam metrics are
+// recorded at (Interceptor calls it around every activity the worker executes), which reports
+// step durations, topic outcomes and cleanup deletions to a Recorder (Nop when metrics are off),
+// and the Registry that serves storeopt's own metrics (named storeopt_…), the store's byte
+// counters, the memory pool's gauges, Go runtime and process metrics and the Temporal SDK's
+// metrics (through go.temporal.io/sdk/contrib/tally and tally's Prometheus reporter) on one
+// /metrics endpoint.
 //
-// Metrics are recorded by the worker's activities only, never by workflow code: workflows do no
-// I/O and are replayed, so a workflow-side counter would count again on every replay.
+// Metrics are recorded around the worker's activities only, never by workflow code: workflows do
+// no I/O and are replayed, so a workflow-side counter would count again on every replay.
 package metrics
 
 import "time"

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -224,19 +225,28 @@ func (l *stepLog) StepFinished(step string, d time.Duration, err error) {
 
 type fakeActivities struct{}
 
-func (*fakeActivities) Lease(context.Context) error         { return nil }
+type fakeInput struct{ Topic string }
+
+func (*fakeActivities) Lease(_ context.Context, in fakeInput) (string, error) {
+	return "leased " + in.Topic, nil
+}
 func (*fakeActivities) Commit(context.Context) error        { return errors.New("mismatch") }
 func (*fakeActivities) EnqueueTopics(context.Context) error { return nil }
 
-// TestStepTimer: the interceptor times the data-path activities by step, errors included, and
-// leaves the others alone.
-func TestStepTimer(t *testing.T) {
+// TestInterceptor: the interceptor times the data-path activities by step, errors included,
+// leaves the others' durations alone, and hands every activity's input, result and error to the
+// outcome.
+func TestInterceptor(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	log := &stepLog{}
-	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{metrics.StepTimer(log)}})
+	var outcomes []string
+	outcome := func(_ metrics.Recorder, in, res any, err error) {
+		outcomes = append(outcomes, fmt.Sprintf("%v→%v/%v", in, res, err))
+	}
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{metrics.Interceptor(log, outcome)}})
 	env.RegisterActivity(&fakeActivities{})
-	if _, err := env.ExecuteActivity("Lease"); err != nil {
+	if _, err := env.ExecuteActivity("Lease", fakeInput{Topic: "a/b"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.ExecuteActivity("EnqueueTopics"); err != nil {
@@ -247,5 +257,8 @@ func TestStepTimer(t *testing.T) {
 	}
 	if got, want := strings.Join(log.steps, " "), "lease:ok commit:error"; got != want {
 		t.Fatalf("steps recorded %q, want %q", got, want)
+	}
+	if got, want := strings.Join(outcomes, " "), "{a/b}→leased a/b/<nil> <nil>→<nil>/<nil> <nil>→<nil>/mismatch"; got != want {
+		t.Fatalf("outcomes %q, want %q", got, want)
 	}
 }
