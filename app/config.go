@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -33,6 +34,9 @@ const (
 	EnvLogLevel                = "STOREOPT_LOG_LEVEL"
 	EnvQuarantineAfter         = "STOREOPT_QUARANTINE_AFTER"
 	EnvMetricsAddress          = "STOREOPT_METRICS_ADDRESS"
+	EnvWriteDelayL0Chunks      = "STOREOPT_WRITE_DELAY_L0_CHUNKS"
+	EnvWriteStopL0Chunks       = "STOREOPT_WRITE_STOP_L0_CHUNKS"
+	EnvWriteMaxDelay           = "STOREOPT_WRITE_MAX_DELAY"
 )
 
 // Defaults used when neither a flag nor its environment variable is set.
@@ -85,6 +89,10 @@ type Config struct {
 	// MetricsAddress is the host:port where the worker serves Prometheus metrics at /metrics
 	// (worker only, BindWorkerFlags); "" = no metrics.
 	MetricsAddress string
+	// WriteSignal are the thresholds of the write signal ingestion polls (worker only,
+	// BindWorkerFlags; docs/operations.md#the-write-signal), stored in the catalog at start; zero
+	// fields = catalog.DefaultWriteThresholds'.
+	WriteSignal catalog.WriteThresholds
 
 	// temporalFlags are the parsed Temporal connection flags (BindFlags), applied by
 	// LoadTemporalProfile.
@@ -131,12 +139,27 @@ func (c *Config) BindWorkerFlags(fs *pflag.FlagSet) {
 		"consecutive identical input or verification failures that quarantine a topic (env "+EnvQuarantineAfter+")")
 	fs.StringVar(&c.MetricsAddress, "metrics-address", os.Getenv(EnvMetricsAddress),
 		"host:port to serve Prometheus metrics on at /metrics, e.g. :9464; empty = no metrics (env "+EnvMetricsAddress+")")
+	d := catalog.DefaultWriteThresholds
+	fs.IntVar(&c.WriteSignal.DelayL0Chunks, "write-delay-l0-chunks", int(envInt64(EnvWriteDelayL0Chunks, int64(d.DelayL0Chunks))),
+		"write signal: L0 chunks of a topic at which its writers are asked to slow down (env "+EnvWriteDelayL0Chunks+")")
+	fs.IntVar(&c.WriteSignal.StopL0Chunks, "write-stop-l0-chunks", int(envInt64(EnvWriteStopL0Chunks, int64(d.StopL0Chunks))),
+		"write signal: L0 chunks of a topic at which its writers are asked to stop (env "+EnvWriteStopL0Chunks+")")
+	fs.DurationVar(&c.WriteSignal.MaxDelay, "write-max-delay", envDuration(EnvWriteMaxDelay, d.MaxDelay),
+		"write signal: the delay asked of writers at the stop threshold (env "+EnvWriteMaxDelay+")")
 }
 
 // Validate reports the first invalid setting, including malformed numeric environment variables
 // that BindFlags had to ignore.
 func (c *Config) Validate() error {
-	for _, name := range []string{EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvQuarantineAfter} {
+	if v := os.Getenv(EnvWriteMaxDelay); v != "" {
+		if _, err := time.ParseDuration(v); err != nil {
+			return fmt.Errorf("%s=%q: not a duration (1s, 500ms)", EnvWriteMaxDelay, v)
+		}
+	}
+	if err := c.writeSignal().Validate(); err != nil {
+		return fmt.Errorf("--write-delay-l0-chunks, --write-stop-l0-chunks, --write-max-delay: %w", err)
+	}
+	for _, name := range []string{EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvQuarantineAfter, EnvWriteDelayL0Chunks, EnvWriteStopL0Chunks} {
 		if v := os.Getenv(name); v != "" {
 			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
 				return fmt.Errorf("%s=%q: not an integer", name, v)
@@ -227,4 +250,23 @@ func envInt64(name string, def int64) int64 {
 		return def // reported by Validate
 	}
 	return n
+}
+
+// writeSignal returns the write signal's thresholds, zero fields replaced by the defaults.
+func (c *Config) writeSignal() catalog.WriteThresholds {
+	th, d := c.WriteSignal, catalog.DefaultWriteThresholds
+	if th.DelayL0Chunks == 0 && th.StopL0Chunks == 0 {
+		th.DelayL0Chunks, th.StopL0Chunks = d.DelayL0Chunks, d.StopL0Chunks
+	}
+	if th.MaxDelay == 0 {
+		th.MaxDelay = d.MaxDelay
+	}
+	return th
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
 }

@@ -5,9 +5,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/workflows"
 )
 
@@ -41,6 +43,7 @@ func tryParse(args ...string) (Config, error) {
 func clearEnv(t *testing.T) {
 	for _, name := range []string{EnvTemporalAddress, EnvTemporalNamespace, EnvTaskQueue, EnvDatabaseURL,
 		EnvStoreURL, EnvMemoryPoolSize, EnvMaxConcurrentActivities, EnvLogLevel, EnvQuarantineAfter, EnvMetricsAddress,
+		EnvWriteDelayL0Chunks, EnvWriteStopL0Chunks, EnvWriteMaxDelay,
 		EnvTemporalAPIKey, EnvTemporalTLS, EnvTemporalTLSCert, EnvTemporalTLSKey, EnvTemporalTLSCA,
 		EnvTemporalTLSServerName, EnvTemporalProfile, "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA",
 		"TEMPORAL_TLS_SERVER_CA_CERT_DATA", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY"} {
@@ -61,6 +64,7 @@ func TestConfigDefaults(t *testing.T) {
 		MaxConcurrentActivities: DefaultMaxConcurrentActivities,
 		LogLevel:                "info",
 		QuarantineAfter:         3,
+		WriteSignal:             catalog.DefaultWriteThresholds,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -82,11 +86,14 @@ func TestConfigFromEnvironmentAndFlags(t *testing.T) {
 	t.Setenv(EnvStoreURL, "mem://")
 	t.Setenv(EnvMemoryPoolSize, "1073741824")
 	t.Setenv(EnvMaxConcurrentActivities, "8")
-	cfg := parse(t, "--namespace", "flag-wins", "--memory-pool-size", "20000000")
+	t.Setenv(EnvWriteStopL0Chunks, "300")
+	t.Setenv(EnvWriteMaxDelay, "250ms")
+	cfg := parse(t, "--namespace", "flag-wins", "--memory-pool-size", "20000000", "--write-delay-l0-chunks", "40")
 	want := Config{
 		TemporalAddress: "temporal:7233", Namespace: "flag-wins", TaskQueue: "q",
 		DatabaseURL: "postgres://db/cat", StoreURL: "mem://", MemoryPoolBytes: 20000000,
 		MaxConcurrentActivities: 8, LogLevel: "info", QuarantineAfter: 3,
+		WriteSignal: catalog.WriteThresholds{DelayL0Chunks: 40, StopL0Chunks: 300, MaxDelay: 250 * time.Millisecond},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("\n got %+v\nwant %+v", cfg, want)

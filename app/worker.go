@@ -54,6 +54,9 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 		return err
 	}
 	defer cat.Close()
+	if err := cat.SetWriteThresholds(ctx, cfg.writeSignal()); err != nil {
+		return err
+	}
 	if err := checkStoreExists(cfg.StoreURL); err != nil {
 		return err
 	}

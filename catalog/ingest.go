@@ -123,6 +123,12 @@ func (c *Catalog) AddChunk(ctx context.Context, ch Chunk) (int64, error) {
 		if err != nil {
 			return fmt.Errorf("catalog: add %s: %w", what, err)
 		}
+		// What ingestion wrote, ever: the denominator of write amplification (DebtTotals).
+		if _, err := tx.Exec(ctx, `INSERT INTO topic_ingest_totals (topic_id, chunks, bytes) VALUES ($1, 1, $2)
+			ON CONFLICT (topic_id) DO UPDATE SET chunks = topic_ingest_totals.chunks + 1,
+				bytes = topic_ingest_totals.bytes + EXCLUDED.bytes`, ch.TopicID, ch.SizeBytes); err != nil {
+			return fmt.Errorf("catalog: add %s: ingest totals: %w", what, err)
+		}
 		return nil
 	})
 	return id, err

@@ -111,13 +111,19 @@ func (c *Catalog) EnqueueTopics(ctx context.Context, tr Trigger) (added int, err
 	}
 	params := []any{tr.MinChunks, policy.SmallChunkBytes(tr.MaxChunkSizeBytes), tr.MaxChunkSizeBytes}
 	err = c.inTx(ctx, func(tx pgx.Tx) error {
+		if tr.Policy != policy.Full { // full has no L0 count trigger
+			if err := recordTriggerMinChunks(ctx, tx, tr.MinChunks); err != nil {
+				return err
+			}
+		}
 		rows, _ := tx.Query(ctx, `
-			INSERT INTO optimization_queue (topic_id, policy)
-			SELECT t.id, $4 FROM topics t CROSS JOIN `+triggerParams+`
+			INSERT INTO optimization_queue (topic_id, policy, debt_l0_chunks)
+			SELECT t.id, $4, `+l0Count+` FROM topics t CROSS JOIN `+triggerParams+`
 			WHERE `+needs(tr.Policy)+` AND `+inScope("$5", "$6")+` AND `+notQuarantined+`
 			ORDER BY t.id
-			ON CONFLICT (topic_id) DO UPDATE SET policy = EXCLUDED.policy
-				WHERE optimization_queue.lease_owner IS NULL AND optimization_queue.policy <> EXCLUDED.policy
+			ON CONFLICT (topic_id) DO UPDATE SET policy = EXCLUDED.policy, debt_l0_chunks = EXCLUDED.debt_l0_chunks
+				WHERE optimization_queue.lease_owner IS NULL AND (optimization_queue.policy <> EXCLUDED.policy
+					OR optimization_queue.debt_l0_chunks <> EXCLUDED.debt_l0_chunks)
 			RETURNING topic_id, xmax = 0`,
 			append(params, string(tr.Policy), scopeSequences(tr.Scope), scopeTopics(tr.Scope))...)
 		var ids []int64
