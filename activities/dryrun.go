@@ -85,11 +85,11 @@ type PlanTopicsProgress struct {
 }
 
 // PlanTopics is the dry run of one page of a run: it finds the topics a run of the trigger
-// would queue (catalog.TopicsNeedingCompaction: nothing is queued), and for each one does what
-// ReadSort does before it stores a plan (selects the chunks by policy, reads their footers and
-// timestamp columns, computes the plan) and estimates the seconds from the recent optimizations
-// of its policy (estimate.Fit over catalog.RecentCosts). It only reads: no lease, no plan, no
-// queue row, no object is written. A topic with bad input is reported with the error its
+// would queue (catalog.TopicsNeedingCompaction: nothing is queued), and for each one runs the
+// real planner, ReadSort, with its write switched off (ReadSortInput.DryRun: the policy's
+// selection, footers and timestamp columns read, the plan computed and not stored), and estimates
+// the seconds from the recent optimizations of its policy (estimate.Fit over
+// catalog.RecentCosts). It only reads: no lease, no plan, no queue row, no object is written. A topic with bad input is reported with the error its
 // optimization would fail with (TopicPlan.Error). Errors: ErrTypeInput for an unknown policy or
 // scope term; ErrTypeStore when the store refuses; others are retried.
 func (a *Activities) PlanTopics(ctx context.Context, in PlanTopicsInput) (PlanTopicsResult, error) {
@@ -145,36 +145,24 @@ func (a *Activities) estimateModel(ctx context.Context, p policy.Policy) (estima
 	return estimate.Fit(samples), nil
 }
 
-// planOne computes one topic's plan as ReadSort would, without storing it, and estimates it.
+// planOne plans one topic with ReadSort, its write switched off, and estimates it.
 func (a *Activities) planOne(ctx context.Context, nt catalog.NeedingTopic, maxChunkSizeBytes int64, model estimate.Model) (TopicPlan, error) {
 	tp := TopicPlan{TopicID: nt.TopicID, Locator: nt.Locator, Policy: string(nt.Policy), Estimate: model.Source()}
-	topic, err := a.Catalog.Topic(ctx, nt.TopicID)
-	if err != nil {
-		return tp, err
-	}
-	p, ids, _, err := a.planTopic(ctx, topic, ReadSortInput{TopicID: nt.TopicID, MaxChunkSizeBytes: maxChunkSizeBytes,
-		Policy: string(nt.Policy)})
+	res, err := a.ReadSort(ctx, ReadSortInput{TopicID: nt.TopicID, MaxChunkSizeBytes: maxChunkSizeBytes,
+		Policy: string(nt.Policy), DryRun: true})
+	var appErr *temporal.ApplicationError
 	switch {
-	case errors.Is(err, errNothingToDo):
-		tp.NothingToDo = true
+	case errors.As(err, &appErr) && appErr.Type() != ErrTypeStore:
+		tp.Error = appErr.Message() // the input fault the optimization would fail with
 		return tp, nil
 	case err != nil:
-		logPanic(ctx, topic.Locator, err)
-		err = a.classify(topic.Locator, err)
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() != ErrTypeStore {
-			tp.Error = appErr.Message()
-			return tp, nil
-		}
 		return tp, err
+	case res.NothingToDo:
+		tp.NothingToDo = true
+		return tp, nil
 	}
-	tp.InputChunks, tp.InputBytes, tp.Rows, tp.OutputChunks = len(ids), p.InputBytes(), p.Totals.Rows, len(p.Outputs)
-	for _, in := range p.Inputs {
-		tp.InputArrowBytes += in.ArrowBytes
-	}
-	for _, o := range p.Outputs {
-		tp.OutputBytes += o.EstBytes
-	}
+	tp.InputChunks, tp.InputBytes, tp.InputArrowBytes, tp.Rows = res.InputChunks, res.InputBytes, res.InputArrowBytes, res.InputRows
+	tp.OutputChunks, tp.OutputBytes = res.OutputChunks, res.OutputBytes
 	tp.Seconds = model.Seconds(tp.InputArrowBytes, tp.Rows)
 	return tp, nil
 }

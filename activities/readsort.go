@@ -45,24 +45,46 @@ type ReadSortProgress struct {
 // computes the plan (a merge into the sorted run, or a rollup of neighbouring chunks) and stores
 // it in the catalog under the calling run's lease. When the policy selects nothing, no plan is
 // stored and the result says NothingToDo. Heartbeats report the chunks scanned (ReadSortProgress).
+// With DryRun the write is switched off: the same plan is computed from the topic as it is,
+// without a lease, and returned without being stored (the dry run, PlanTopics).
 // Errors: ErrTypeInput for bad chunks (naming the chunk's object key and the cause), no chunks,
 // no rows, or a missing metadata.json; ErrTypeLeaseLost when the run no longer holds the lease.
 func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortResult, error) {
 	if err := faults.Hit(ctx, faults.ReadSortStart); err != nil {
 		return ReadSortResult{}, err
 	}
-	topic, lease, token, err := a.leased(ctx, in.TopicID)
+	var topic catalog.Topic
+	var lease catalog.Lease
+	var token string
+	var err error
+	if in.DryRun {
+		topic, err = a.Catalog.Topic(ctx, in.TopicID)
+		err = a.classify(fmt.Sprintf("#%d", in.TopicID), err)
+	} else {
+		topic, lease, token, err = a.leased(ctx, in.TopicID)
+	}
 	if err != nil {
 		return ReadSortResult{}, err
 	}
 	p, inputIDs, kept, err := a.planTopic(ctx, topic, in)
 	if errors.Is(err, errNothingToDo) {
-		logger(ctx).Info("Nothing to do", "topic", topic.Locator, "policy", in.Policy)
+		logger(ctx).Info("Nothing to do", "topic", topic.Locator, "policy", in.Policy, "dryRun", in.DryRun)
 		return ReadSortResult{NothingToDo: true}, nil
 	}
 	if err != nil {
 		logPanic(ctx, topic.Locator, err)
 		return ReadSortResult{}, a.classify(topic.Locator, err)
+	}
+	res := ReadSortResult{InputChunks: len(inputIDs), InputRows: p.Totals.Rows,
+		OutputChunks: len(p.Outputs), Groups: p.Groups(), InputBytes: p.InputBytes(), FooterValuesKept: kept}
+	for _, in := range p.Inputs {
+		res.InputArrowBytes += in.ArrowBytes
+	}
+	for _, o := range p.Outputs {
+		res.OutputBytes += o.EstBytes
+	}
+	if in.DryRun {
+		return res, nil
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -78,13 +100,8 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 	if err != nil {
 		return ReadSortResult{}, a.classify(topic.Locator, err)
 	}
-	res := ReadSortResult{InputChunks: len(inputIDs), InputRows: p.Totals.Rows,
-		OutputChunks: len(p.Outputs), Groups: p.Groups(), InputBytes: p.InputBytes(), FooterValuesKept: kept}
 	for _, k := range kept {
 		logger(ctx).Warn("Per-file footer values differ: the outputs keep the first chunk's", "topic", topic.Locator, "detail", k)
-	}
-	for _, o := range p.Outputs {
-		res.OutputBytes += o.EstBytes
 	}
 	logger(ctx).Info("Plan stored", "topic", topic.Locator, "policy", p.EffectivePolicy(), "inputs", res.InputChunks,
 		"rows", res.InputRows, "outputs", res.OutputChunks, "groups", res.Groups)

@@ -146,6 +146,9 @@ type ReadSortInput struct {
 	GroupTargetChunks int
 	// Policy is the lease's policy (resolved; "" = full).
 	Policy string
+	// DryRun plans with the write switched off (a dry run, PlanTopics): the topic is planned as
+	// it is, without a lease, and the plan is not stored.
+	DryRun bool `json:",omitempty"`
 }
 
 // ReadSortResult summarizes the plan stored in the catalog.
@@ -164,6 +167,8 @@ type ReadSortResult struct {
 	NothingToDo bool
 	// OutputBytes is the plan's estimate of the bytes written.
 	OutputBytes int64
+	// InputArrowBytes is the inputs' uncompressed Arrow size (what a dry run's estimate reads).
+	InputArrowBytes int64 `json:",omitempty"`
 }
 
 // WriteChunksInput names one output group of the stored plan.
