@@ -88,7 +88,8 @@ func (c *Chunk) Layout() *Layout {
 // sorting column (ascending, nulls last; row group metadata, not schema), dictionary encoding
 // is used for string columns and for columns read or stored as Arrow dictionaries (unique floats
 // and timestamps encode faster and smaller without it), binary columns get no min/max
-// statistics, pages are zstd.
+// statistics, pages are zstd, end after DataPageBytes or DataPageRows rows (pageCutter) and
+// are indexed (a page index between the row groups and the footer).
 type Writer struct {
 	fw      *file.Writer
 	sink    *footerSink
@@ -130,6 +131,14 @@ func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 		parquet.WithDictionaryDefault(false),
 		parquet.WithMaxRowGroupLength(opts.RowGroupRows),
 		parquet.WithDataPageSize(DataPageBytes),
+		// The page index (offset index of every column, column index where the column has
+		// statistics) lets a window read fetch only the pages it needs; it lives between the
+		// pages and the footer, outside the footer's schema and key/value pairs.
+		// Data pages stay V1, for lists too: arrow-go v18.8.0 starts V1 pages at row
+		// boundaries when the page index is on (apache/arrow-go#887, fixed by #1075), and V2
+		// pages store their levels uncompressed, where a corrupt byte of a list's levels gave
+		// an invalid list array instead of a decoding error (TestCorruptChunksNeverPanic).
+		parquet.WithPageIndexEnabled(true),
 		parquet.WithCreatedBy("storeopt"),
 		parquet.WithSortingColumns([]parquet.SortingColumn{
 			{ColumnIdx: int32(l.tsLeaf), Descending: false, NullsFirst: false},
@@ -301,12 +310,21 @@ func (w *Writer) flushRowGroup() (err error) {
 			if err != nil {
 				return err
 			}
+			pages := newPageCutter(cw)
 			for _, rec := range w.pending {
-				if rec.NumRows() == 0 {
-					continue
-				}
-				if err := w.writeLeaf(cw, path, rec.Column(i)); err != nil {
-					return err
+				col := rec.Column(i)
+				for off := 0; off < col.Len(); {
+					n := pages.piece(col, off)
+					part := array.NewSlice(col, int64(off), int64(off+n))
+					err := w.writeLeaf(cw, path, part)
+					part.Release()
+					if err != nil {
+						return err
+					}
+					if err := pages.wrote(n); err != nil {
+						return err
+					}
+					off += n
 				}
 			}
 		}
