@@ -154,6 +154,23 @@ func encodePlainKV(t testing.TB, schema *arrow.Schema, kv []string, recs ...arro
 	return buf.Bytes()
 }
 
+// writeRecord writes rec as one chunk with the layout of rec's own schema and returns its bytes.
+func writeRecord(t testing.TB, rec arrow.RecordBatch) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, layoutOfRecord(t, rec), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // layoutOfRecord returns the layout of a chunk of rec written by plain pqarrow.
 func layoutOfRecord(t testing.TB, rec arrow.RecordBatch) *Layout {
 	t.Helper()
@@ -309,18 +326,7 @@ func TestTimestampAfterNestedColumn(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, layoutOfRecord(t, rec), WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Open(bytes.NewReader(buf.Bytes()), nil)
+	c, err := Open(bytes.NewReader(writeRecord(t, rec)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,6 +151,7 @@ type Chunk struct {
 	pf *file.Reader
 	// src is the object the chunk is read from (page headers are read from it directly).
 	src io.ReaderAt
+	mem memory.Allocator
 	fr  *pqarrow.FileReader
 	// Footer is the chunk's Parquet schema and key/value pairs, which every chunk of a topic
 	// shares and every output repeats verbatim.
@@ -243,7 +244,7 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 		props.BufferedStreamEnabled = true
 		props.BufferSize = remoteBufferBytes
 	}
-	c = &Chunk{pf: pf, src: r, NumRows: pf.NumRows(), FooterBytes: int64(pf.MetaData().Size())}
+	c = &Chunk{pf: pf, src: r, mem: mem, NumRows: pf.NumRows(), FooterBytes: int64(pf.MetaData().Size())}
 	defer func() {
 		if err != nil {
 			pf.Close()
@@ -362,6 +363,10 @@ type BatchReader struct {
 	rr       pqarrow.RecordReader
 	cur      arrow.RecordBatch
 	err      error
+	// cols, left and batch are those of a reader of a row range (RowsOf): a column reader per
+	// field, the rows still to read and the rows per batch.
+	cols        []*pqarrow.ColumnReader
+	left, batch int64
 }
 
 // segment is a run of row groups read in batches of batchRows rows.
@@ -579,6 +584,12 @@ func (b *BatchReader) Next() (rec arrow.RecordBatch) {
 		b.cur.Release()
 		b.cur = nil
 	}
+	if b.cols != nil {
+		if b.err != nil {
+			return nil
+		}
+		return b.nextOfColumns()
+	}
 	for b.err == nil && b.rr != nil && !b.rr.Next() {
 		if err := b.rr.Err(); err != nil {
 			b.err = &InputError{Err: fmt.Errorf("read rows: %w", err)}
@@ -616,4 +627,8 @@ func (b *BatchReader) Release() {
 		b.rr.Release()
 		b.rr = nil
 	}
+	for _, col := range b.cols {
+		col.Release()
+	}
+	b.cols = nil
 }
