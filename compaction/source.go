@@ -39,11 +39,14 @@ func OpenSource(ctx context.Context, b *blob.Bucket, key string, sorted bool, fo
 }
 
 // RunSpec names a sorted run of a chunk (see Run): its row groups (nil = the whole chunk), the
-// stored index of its first row, and whether its rows are stored in key order.
+// stored index of its first row, and whether its rows are stored in key order. A run with
+// RowsTo > 0 is rows [RowsFrom, RowsTo) of its one row group, read by their pages
+// (parquetio.Chunk.RowsOf); FirstRow is then the stored index of row RowsFrom.
 type RunSpec struct {
-	RowGroups []int
-	FirstRow  int64
-	Sorted    bool
+	RowGroups        []int
+	FirstRow         int64
+	Sorted           bool
+	RowsFrom, RowsTo int64
 }
 
 // OpenRun opens one run of the chunk at key as a merge.Source (OpenSource for a run) read in
@@ -70,7 +73,13 @@ func RunSource(ctx context.Context, c *parquetio.Chunk, key string, run RunSpec,
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	br, err := c.BatchesWithin(ctx, lim, run.RowGroups)
+	var br *parquetio.BatchReader
+	var err error
+	if run.RowsTo > 0 && len(run.RowGroups) == 1 {
+		br, err = c.RowsOf(ctx, lim, run.RowGroups[0], run.RowsFrom, run.RowsTo)
+	} else {
+		br, err = c.BatchesWithin(ctx, lim, run.RowGroups)
+	}
 	if err != nil {
 		closeChunk()
 		return nil, &ChunkError{Key: key, Err: err}

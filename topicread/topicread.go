@@ -1,7 +1,9 @@
 // Package topicread reads the rows of a time window of a topic, in the topic's global order,
 // fetching only what the window needs: the catalog's chunk ranges pick the chunks, their block
-// indexes (Qbeast's block ranges) pick the row groups, and only the byte ranges of those blocks
-// (plus each chunk's footer) are read from the store. It works on any mix of L0 and L1 chunks:
+// indexes (Qbeast's block ranges) pick the row groups, and of those only the pages that hold the
+// window (through the page index: the timestamp column index and every column's offset index) or,
+// for a chunk without a page index, the whole blocks are read from the store, with each chunk's
+// footer. It works on any mix of L0 and L1 chunks:
 // blocks are merged by the same rule as every compaction (timestamp_ns, then catalog order, then
 // stored row), so a reader sees the rows in the order one full rewrite would store them.
 package topicread
@@ -12,13 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"gocloud.dev/blob"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/compaction"
@@ -33,8 +36,13 @@ type Stats struct {
 	Rows   int64 // rows in the window
 	Chunks int   // chunks whose blocks were read
 	Blocks int   // blocks (row groups) read
-	// BytesFetched are the bytes read from the store: footers and blocks.
+	// Pages is how many of those blocks were read by their pages (through the page index)
+	// rather than whole.
+	Pages int
+	// BytesFetched are the bytes read from the store: footers, page indexes, pages and blocks.
 	BytesFetched int64
+	// Requests counts the range reads.
+	Requests int
 	Elapsed      time.Duration
 }
 
@@ -47,6 +55,10 @@ const batchRows = 64 << 10
 
 // batchBytes bounds those batches in bytes of data (a row larger than it is read alone).
 const batchBytes = 8 << 20
+
+// pageGap is the largest gap between two byte ranges of pages that is fetched with them, to make
+// one request of two.
+const pageGap = 4 << 10
 
 // Window reads the rows of the topic with from <= timestamp_ns < to (nanoseconds; rows with a
 // null timestamp are in no window) and hands them to emit in the topic's global order, in
@@ -119,14 +131,16 @@ type openChunk struct {
 	chunk   *parquetio.Chunk
 }
 
-// block is one row group to read: a merge input.
+// block is one row group to read, whole or the rows of some of its pages: a merge input.
 type block struct {
 	chunk    *openChunk
 	rowGroup int
-	offset   int64 // byte range of its column chunks
-	length   int64
-	firstRow int64    // stored index of its first row in the chunk
-	first    plan.Key // a lower bound of its first key in the window
+	// ranges are the bytes to fetch: the row group's column chunks, or the pages holding rows
+	// [rowsFrom, rowsTo) of it when rowsTo > 0.
+	ranges           []parquetio.ByteRange
+	rowsFrom, rowsTo int64
+	firstRow         int64    // stored index of its first row read in the chunk
+	first            plan.Key // a lower bound of its first key in the window
 }
 
 func (r *reader) close() {
@@ -156,8 +170,16 @@ func (r *reader) addChunk(ctx context.Context, pos int, c catalog.Chunk, from, t
 	if len(known) != len(blocks) {
 		known = nil // no block index in the catalog (an ingested chunk): the footer's statistics
 	}
+	// The row groups whose timestamp range overlaps the window, and the page indexes of those
+	// that have one, fetched together.
+	type candidate struct {
+		rg       int
+		firstRow int64
+		lo       int64
+	}
+	var candidates []candidate
+	var indexes []parquetio.ByteRange
 	var firstRow int64
-	added := false
 	for rg, fb := range blocks {
 		minTs, maxTs, nulls := fb.MinTs, fb.MaxTs, fb.Nulls
 		if known != nil {
@@ -169,11 +191,36 @@ func (r *reader) addChunk(ctx context.Context, pos int, c catalog.Chunk, from, t
 			if minTs != nil {
 				lo = max(lo, *minTs)
 			}
-			r.blocks = append(r.blocks, block{chunk: oc, rowGroup: rg, offset: fb.Offset, length: fb.Length,
-				firstRow: firstRow, first: plan.Key{Ts: lo, Input: len(r.blocks), Row: firstRow}})
-			added = true
+			candidates = append(candidates, candidate{rg: rg, firstRow: firstRow, lo: lo})
+			if pi := pc.PageIndex(rg); pi.Timestamps != nil {
+				indexes = append(indexes, *pi.Timestamps, *pi.Offsets)
+			}
 		}
 		firstRow += fb.Rows
+	}
+	if err := rs.fetchAll(parquetio.Coalesce(indexes, pageGap)); err != nil {
+		return err
+	}
+	added := false
+	for _, cand := range candidates {
+		fb := blocks[cand.rg]
+		blk := block{chunk: oc, rowGroup: cand.rg, firstRow: cand.firstRow,
+			ranges: []parquetio.ByteRange{{Offset: fb.Offset, Length: fb.Length}}}
+		wp, paged, err := pc.WindowPages(cand.rg, from, to, pageGap)
+		if err != nil {
+			return err
+		}
+		if paged {
+			if wp.From >= wp.To {
+				continue // no page of the row group overlaps the window
+			}
+			blk.ranges, blk.rowsFrom, blk.rowsTo = wp.Ranges, wp.From, wp.To
+			blk.firstRow += wp.From
+			rs.strict = true
+		}
+		blk.first = plan.Key{Ts: cand.lo, Input: len(r.blocks), Row: blk.firstRow}
+		r.blocks = append(r.blocks, blk)
+		added = true
 	}
 	if added {
 		r.stats.Chunks++
@@ -186,28 +233,45 @@ func (r *reader) addChunk(ctx context.Context, pos int, c catalog.Chunk, from, t
 // they are not stored in key order).
 func (r *reader) open(ctx context.Context, i int) (merge.Source, error) {
 	blk := r.blocks[i]
-	if err := blk.chunk.objects.fetch(blk.offset, blk.length); err != nil {
+	if err := blk.chunk.objects.fetchAll(blk.ranges); err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", blk.chunk.key, err)
 	}
 	r.stats.Blocks++
-	run := compaction.RunSpec{RowGroups: []int{blk.rowGroup}, FirstRow: blk.firstRow, Sorted: false}
+	if blk.rowsTo > 0 {
+		r.stats.Pages++
+	}
+	run := compaction.RunSpec{RowGroups: []int{blk.rowGroup}, FirstRow: blk.firstRow, Sorted: false,
+		RowsFrom: blk.rowsFrom, RowsTo: blk.rowsTo}
 	return compaction.RunSource(ctx, blk.chunk.chunk, blk.chunk.key, run, parquetio.Limits{Rows: batchRows, Bytes: batchBytes}, r.mem, func() {
-		blk.chunk.objects.drop(blk.offset)
+		for _, rg := range blk.ranges {
+			blk.chunk.objects.drop(rg.Offset)
+		}
 	})
 }
 
-// rangeSet serves ReadAt from byte ranges of one object fetched with range reads: the footer and
-// the blocks being read. A read outside them is fetched on demand (and counted).
+// rangeSet serves ReadAt from byte ranges of one object fetched with range reads: the footer, the
+// page indexes and the blocks or pages being read. A read that starts inside a range and runs
+// past its end gets the range's bytes and io.EOF; a read outside every range is fetched on
+// demand (and counted), unless the set is strict (a chunk read by its pages: arrow-go's readers
+// read ahead past a page, and a page the page index does not name must not be fetched; a reader
+// of rows that gets less than it asked for fails, parquetio.Chunk.RowsOf).
 type rangeSet struct {
-	ctx   context.Context
-	b     *blob.Bucket
-	key   string
-	size  int64
-	stats *Stats
+	ctx    context.Context
+	b      *blob.Bucket
+	key    string
+	size   int64
+	stats  *Stats
+	strict bool
 
 	mu     sync.Mutex
-	ranges map[int64][]byte // by offset
-	off    int64            // Read/Seek position
+	ranges []fetched
+	off    int64 // Read/Seek position
+}
+
+// fetched is one range read from the store.
+type fetched struct {
+	off int64
+	buf []byte
 }
 
 func (s *rangeSet) Size() int64 { return s.size }
@@ -216,13 +280,27 @@ func (s *rangeSet) Size() int64 { return s.size }
 // buffer instead of copying each one).
 func (s *rangeSet) InMemory() bool { return true }
 
-// fetch reads [off, off+n) into the set.
+// fetchAll reads every range not yet in the set, several at once.
+func (s *rangeSet) fetchAll(ranges []parquetio.ByteRange) error {
+	g, _ := errgroup.WithContext(s.ctx)
+	g.SetLimit(parallelFetches)
+	for _, r := range ranges {
+		g.Go(func() error { return s.fetch(r.Offset, r.Length) })
+	}
+	return g.Wait()
+}
+
+// parallelFetches is how many range reads of one chunk are in flight at once.
+const parallelFetches = 8
+
+// fetch reads [off, off+n) into the set unless a fetched range holds it.
 func (s *rangeSet) fetch(off, n int64) error {
 	if off < 0 || n <= 0 || off+n > s.size {
 		return fmt.Errorf("byte range [%d, %d) outside the object of %d bytes", off, off+n, s.size)
 	}
 	s.mu.Lock()
-	_, have := s.ranges[off]
+	i := s.find(off)
+	have := i >= 0 && s.ranges[i].off+int64(len(s.ranges[i].buf)) >= off+n
 	s.mu.Unlock()
 	if have {
 		return nil
@@ -238,19 +316,30 @@ func (s *rangeSet) fetch(off, n int64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ranges == nil {
-		s.ranges = map[int64][]byte{}
-	}
-	s.ranges[off] = buf
+	s.ranges = append(s.ranges, fetched{off: off, buf: buf})
 	s.stats.BytesFetched += n
+	s.stats.Requests++
 	return nil
+}
+
+// find returns the index of the range that holds byte off and reaches furthest past it, or -1.
+// The caller holds mu.
+func (s *rangeSet) find(off int64) int {
+	best := -1
+	for i, r := range s.ranges {
+		end := r.off + int64(len(r.buf))
+		if r.off <= off && off < end && (best < 0 || end > s.ranges[best].off+int64(len(s.ranges[best].buf))) {
+			best = i
+		}
+	}
+	return best
 }
 
 // drop forgets the range fetched at off.
 func (s *rangeSet) drop(off int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.ranges, off)
+	s.ranges = slices.DeleteFunc(s.ranges, func(r fetched) bool { return r.off == off })
 }
 
 // fetchFooter fetches the object's tail, footer included.
@@ -262,10 +351,11 @@ func (s *rangeSet) fetchFooter() error {
 	if err := s.fetch(s.size-n, n); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	tail := s.ranges[s.size-n]
-	s.mu.Unlock()
-	footer := int64(binary.LittleEndian.Uint32(tail[len(tail)-8:]))
+	var trailer [8]byte
+	if _, err := s.ReadAt(trailer[:], s.size-8); err != nil {
+		return err
+	}
+	footer := int64(binary.LittleEndian.Uint32(trailer[:4]))
 	if need := footer + 8; need > n && need <= s.size {
 		return s.fetch(s.size-need, need)
 	}
@@ -274,21 +364,18 @@ func (s *rangeSet) fetchFooter() error {
 
 func (s *rangeSet) ReadAt(p []byte, off int64) (int, error) {
 	s.mu.Lock()
-	offsets := make([]int64, 0, len(s.ranges))
-	for o := range s.ranges {
-		offsets = append(offsets, o)
-	}
-	sort.Slice(offsets, func(i, j int) bool { return offsets[i] > offsets[j] })
-	for _, o := range offsets {
-		buf := s.ranges[o]
-		if o <= off && off+int64(len(p)) <= o+int64(len(buf)) {
-			n := copy(p, buf[off-o:])
-			s.mu.Unlock()
-			return n, nil
+	if i := s.find(off); i >= 0 {
+		r := s.ranges[i]
+		n := copy(p, r.buf[off-r.off:])
+		s.mu.Unlock()
+		if n < len(p) {
+			return n, io.EOF
 		}
+		return n, nil
 	}
+	strict := s.strict
 	s.mu.Unlock()
-	if off >= s.size {
+	if off >= s.size || strict {
 		return 0, io.EOF
 	}
 	n := min(int64(len(p)), s.size-off)
@@ -296,8 +383,9 @@ func (s *rangeSet) ReadAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	s.mu.Lock()
-	buf := s.ranges[off]
-	delete(s.ranges, off)
+	i := s.find(off)
+	buf := s.ranges[i].buf
+	s.ranges = slices.Delete(s.ranges, i, i+1)
 	s.mu.Unlock()
 	copied := copy(p, buf)
 	if int64(copied) < int64(len(p)) {
