@@ -148,10 +148,25 @@ func (a *Activities) EnqueueTopics(ctx context.Context, in EnqueueTopicsInput) (
 	if err != nil {
 		return EnqueueTopicsResult{}, err
 	}
+	debt, err := a.Catalog.DebtTotals(ctx)
+	if err != nil {
+		return EnqueueTopicsResult{}, err
+	}
 	logger(ctx).Info("Topics queued", "added", added, "queued", queued, "quarantined", quarantined,
-		"for_run", forRun, "for_run_bytes", forRunBytes)
+		"for_run", forRun, "for_run_bytes", forRunBytes, "l0_chunks", debt.L0Chunks, "topics_over_trigger", debt.TopicsOverTrigger,
+		"oldest_uncompacted", debt.OldestUncompactedAge, "write_amplification", debt.WriteAmplification())
 	return EnqueueTopicsResult{Added: added, Queued: queued, Quarantined: quarantined, QuarantinedTopics: listed,
-		ForRun: forRun, ForRunBytes: forRunBytes}, nil
+		ForRun: forRun, ForRunBytes: forRunBytes, Debt: DebtOf(debt)}, nil
+}
+
+// DebtOf returns the run's view of the catalog's debt.
+func DebtOf(d catalog.DebtTotals) *Debt {
+	return &Debt{Topics: d.Topics, L0Chunks: d.L0Chunks, L0Bytes: d.L0Bytes, UncompactedChunks: d.UncompactedChunks,
+		OldestUncompactedSeconds: d.OldestUncompactedAge.Seconds(), MaxTopicL0Chunks: d.MaxTopicL0Chunks,
+		TopicsOverTrigger: d.TopicsOverTrigger, TriggerMinChunks: d.TriggerMinChunks,
+		DelayedTopics: d.TopicsByState[catalog.WriteDelay], StoppedTopics: d.TopicsByState[catalog.WriteStop],
+		IngestedBytes: d.IngestedBytes, CompactionWrittenBytes: d.CompactionWrittenBytes,
+		WriteAmplification: d.WriteAmplification()}
 }
 
 // ListQueuedTopics returns one page of the optimization queue in topic ID order.

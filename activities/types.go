@@ -69,6 +69,30 @@ type EnqueueTopicsResult struct {
 	// scope, quarantined topics left out): the topics and the sum of their QueuedTopic.Bytes.
 	ForRun      int
 	ForRunBytes int64
+	// Debt is the catalog's compaction debt once the topics were queued (nil in histories
+	// recorded before it existed).
+	Debt *Debt `json:",omitempty"`
+}
+
+// Debt is the compaction debt of the whole catalog (catalog.DebtTotals) as a run reports it:
+// sums and extremes over the topics, never a list of them.
+type Debt struct {
+	Topics            int
+	L0Chunks, L0Bytes int64
+	// UncompactedChunks are L0 chunks no compaction has joined yet; the oldest was ingested
+	// OldestUncompactedSeconds ago.
+	UncompactedChunks        int64
+	OldestUncompactedSeconds float64
+	MaxTopicL0Chunks         int
+	// TopicsOverTrigger have at least TriggerMinChunks L0 chunks.
+	TopicsOverTrigger, TriggerMinChunks int
+	// DelayedTopics and StoppedTopics are the topics whose writers the write signal asks to
+	// delay and to stop.
+	DelayedTopics, StoppedTopics int
+	// IngestedBytes and CompactionWrittenBytes are what ingestion and committed compactions
+	// wrote, ever; WriteAmplification the second over the first.
+	IngestedBytes, CompactionWrittenBytes int64
+	WriteAmplification                    float64
 }
 
 // ListQueuedTopicsInput asks for one page of the queue, in topic ID order, after AfterTopicID:

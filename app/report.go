@@ -210,3 +210,46 @@ func readCell(st ReadStats, err error) string {
 	}
 	return fmt.Sprintf("%.4f", st.Elapsed.Seconds())
 }
+
+// WriteDebtReport writes the catalog's compaction debt (docs/operations.md#compaction-debt): the
+// totals, then the top topics with the most debt first (catalog.WorstTopics' order, the order a
+// run under auto takes them in).
+func WriteDebtReport(ctx context.Context, w io.Writer, cat *catalog.Catalog, top int) error {
+	d, err := cat.DebtTotals(ctx)
+	if err != nil {
+		return err
+	}
+	th, err := cat.WriteThresholds(ctx)
+	if err != nil {
+		return err
+	}
+	worst, err := cat.WorstTopics(ctx, max(top, 1))
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "topics\t%d\n", d.Topics)
+	fmt.Fprintf(tw, "L0 chunks\t%d (%d bytes), %d uncompacted\n", d.L0Chunks, d.L0Bytes, d.UncompactedChunks)
+	fmt.Fprintf(tw, "oldest uncompacted\t%.1f s\n", d.OldestUncompactedAge.Seconds())
+	fmt.Fprintf(tw, "over the trigger\t%d topics (at least %d L0 chunks, the latest run's)\n", d.TopicsOverTrigger, d.TriggerMinChunks)
+	fmt.Fprintf(tw, "most in one topic\t%d L0 chunks\n", d.MaxTopicL0Chunks)
+	fmt.Fprintf(tw, "write signal\t%d ok, %d delay (from %d L0 chunks), %d stop (from %d)\n",
+		d.TopicsByState[catalog.WriteOK], d.TopicsByState[catalog.WriteDelay], th.DelayL0Chunks,
+		d.TopicsByState[catalog.WriteStop], th.StopL0Chunks)
+	fmt.Fprintf(tw, "write amplification\t%.2f (%d bytes written by compactions, %d ingested)\n",
+		d.WriteAmplification(), d.CompactionWrittenBytes, d.IngestedBytes)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if top <= 0 || len(worst) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nworst %d topics:\n", len(worst))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "topic\tfinalized\tL0 chunks\tL0 bytes\tuncompacted\toldest s\twrite\t")
+	for _, t := range worst {
+		fmt.Fprintf(tw, "%s\t%t\t%d\t%d\t%d\t%.1f\t%s\t\n", t.Locator, t.Finalized, t.L0Chunks, t.L0Bytes,
+			t.UncompactedChunks, t.OldestUncompactedAge.Seconds(), t.WriteState)
+	}
+	return tw.Flush()
+}

@@ -85,6 +85,9 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 	var interceptors []interceptor.WorkerInterceptor
 	if opts.metrics != nil {
 		opts.metrics.Registry.WatchPool(pool)
+		opts.metrics.Registry.WatchDebt(cat.DebtTotals, func(err error) {
+			logger.Warn("Compaction debt not measured", "error", err)
+		})
 		interceptors = append(interceptors, metrics.Interceptor(opts.recorder(), activities.RecordOutcome))
 	}
 

@@ -15,6 +15,8 @@ func newReportCommand(e *env) *cobra.Command {
 		levels   bool
 		before   string
 		sequence string
+		debt     bool
+		top      int
 	)
 	cmd := &cobra.Command{
 		Use:   "report",
@@ -26,6 +28,9 @@ when it was last optimized.
   --json             write a JSON snapshot instead (keep it to compare later)
   --read             also time reading every chunk of each topic with pqarrow
   --levels           per topic: L0 and L1 chunk counts and bytes instead
+  --debt             the compaction debt instead: L0 chunks and bytes waiting, the oldest
+                     uncompacted chunk, topics over the trigger, the write signal, write
+                     amplification, then the --top topics with the most L0 chunks
   --before FILE      compare with a snapshot taken earlier: chunks, bytes and read seconds
                      before and after (the old objects are still in the store after an
                      optimization, so both sides are really read)`,
@@ -37,6 +42,9 @@ when it was last optimized.
 				return err
 			}
 			defer closeData()
+			if debt {
+				return app.WriteDebtReport(ctx, cmd.OutOrStdout(), cat, top)
+			}
 			reports, err := app.Report(ctx, cat)
 			if err != nil {
 				return err
@@ -77,6 +85,8 @@ when it was last optimized.
 	cmd.Flags().BoolVar(&levels, "levels", false, "per topic: L0 and L1 chunks and bytes")
 	cmd.Flags().StringVar(&before, "before", "", "compare with this JSON snapshot (before/after table with read times)")
 	cmd.Flags().StringVar(&sequence, "sequence", "", "only the topics of this sequence")
-	cmd.MarkFlagsMutuallyExclusive("json", "before", "levels")
+	cmd.Flags().BoolVar(&debt, "debt", false, "the compaction debt: totals and the worst topics")
+	cmd.Flags().IntVar(&top, "top", 10, "with --debt: how many of the worst topics to list")
+	cmd.MarkFlagsMutuallyExclusive("json", "before", "levels", "debt")
 	return cmd
 }

@@ -165,6 +165,9 @@ type StoreOptimizerResult struct {
 	NotAttempted      int
 	// DryRun is the report of a dry run (StoreOptimizerInput.DryRun), nil otherwise.
 	DryRun *DryRunReport `json:",omitempty"`
+	// Debt is the catalog's compaction debt when the run had queued its topics
+	// (docs/operations.md#compaction-debt); nil in a dry run and in runs recorded before it.
+	Debt *activities.Debt `json:",omitempty"`
 }
 
 // StoreOptimizerWorkflow is one run over every topic that needs optimizing: EnqueueTopics (once
@@ -378,6 +381,7 @@ func (r *storeRun) enqueue(ctx workflow.Context) error {
 	}
 	r.state.Enqueued = true
 	r.state.Result.Quarantined, r.state.Result.QuarantinedTopics = res.Quarantined, res.QuarantinedTopics
+	r.state.Result.Debt = res.Debt
 	r.runTotals(res)
 	r.showProgress(ctx)
 	r.logger.Info("Topics enqueued", "Added", res.Added, "Queued", res.Queued, "Quarantined", res.Quarantined)

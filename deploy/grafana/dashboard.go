@@ -130,6 +130,29 @@ func Build() (dashboard.Dashboard, error) {
 			query{rate("storeopt_topics_skipped_total", "", "reason"), "skipped: {{reason}}"},
 			query{rate("storeopt_topics_quarantined_total", "", "policy"), "quarantined: {{policy}}"}))
 
+	// The debt gauges come from the catalog: every worker reports the same values, hence max().
+	debt := func(metric, by string) string {
+		if by == "" {
+			return fmt.Sprintf("max(%s%s)", metric, sel(""))
+		}
+		return fmt.Sprintf("max by (%s) (%s%s)", by, metric, sel(""))
+	}
+	b.WithRow(p.row("Compaction debt")).
+		WithPanel(p.graph("L0 chunks waiting", "L0 chunks of all topics waiting for a compaction into the sorted run, those no compaction has joined yet, and the most one topic has (the catalog's counts: docs/operations.md#compaction-debt).", "short",
+			query{debt("storeopt_debt_l0_chunks", ""), "L0 chunks"},
+			query{debt("storeopt_debt_uncompacted_chunks", ""), "uncompacted"},
+			query{debt("storeopt_debt_max_topic_l0_chunks", ""), "most in one topic"})).
+		WithPanel(p.graph("Topics over the trigger and write signal", "Topics with at least the latest run's --min-chunks L0 chunks, and topics whose writers the write signal asks to delay or stop.", "short",
+			query{debt("storeopt_debt_topics_over_trigger", ""), "over the trigger"},
+			query{fmt.Sprintf(`max by (write_state) (storeopt_debt_topics%s)`, sel(`write_state!="ok"`)), "write {{write_state}}"})).
+		WithPanel(p.graph("Oldest uncompacted L0 chunk", "Age of the oldest L0 chunk no compaction has joined yet: a schedule that keeps up holds it to a few schedule intervals.", "s",
+			query{debt("storeopt_debt_oldest_uncompacted_age_seconds", ""), "age"})).
+		WithPanel(p.graph("L0 bytes waiting", "Object bytes of the L0 chunks of all topics.", "bytes",
+			query{debt("storeopt_debt_l0_bytes", ""), "L0 bytes"})).
+		WithPanel(p.graph("Write amplification", "Bytes written by committed compactions per byte ingested: ever, and over the last 15 minutes.", "short",
+			query{debt("storeopt_debt_write_amplification", ""), "ever"},
+			query{fmt.Sprintf("max(delta(storeopt_debt_compaction_written_bytes%s[15m])) / max(delta(storeopt_debt_ingested_bytes%s[15m]))", sel(""), sel("")), "last 15m"}))
+
 	b.WithRow(p.row("Data rewritten")).
 		WithPanel(p.graph("Chunks per second", "Chunks replaced (input) and written (output) by committed optimizations.", "ops",
 			query{rate("storeopt_input_chunks_total", "", "policy"), "input {{policy}}"},

@@ -1,6 +1,7 @@
 package grafana
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/mempool"
 	"github.com/storeopt/storeopt/metrics"
 )
@@ -219,6 +221,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	reg := metrics.NewRegistry(nil)
 	reg.WatchPool(mempool.New(0))
+	reg.WatchDebt(func(context.Context) (catalog.DebtTotals, error) { return catalog.DebtTotals{}, nil }, nil)
 	reg.TopicFailed("full", metrics.ErrorOther) // the one family without series until then
 	fams, err := reg.Gatherer().Gather()
 	if err != nil {
