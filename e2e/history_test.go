@@ -12,6 +12,16 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
+// historyBatchTopics is the BatchTopics of a run whose topic workflow's history a test saves: 1
+// (no batches, every topic in a topic workflow of its own) when histories are saved, else 0 (the
+// default: tiny topics in batches, no topic workflow to save).
+func historyBatchTopics() int {
+	if os.Getenv("STOREOPT_SAVE_HISTORIES") != "" {
+		return 1
+	}
+	return 0
+}
+
 // saveHistory writes the history of workflow id (latest run) as JSON into the directory named by
 // $STOREOPT_SAVE_HISTORIES, for workflows/testdata/histories (the replay test). Without the
 // variable it does nothing.

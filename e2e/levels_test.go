@@ -181,7 +181,8 @@ func TestPoliciesKeepTheTieOrder(t *testing.T) {
 	testenv.StartWorker(t, e.srv.Client, e.cfg)
 	run := func(p string, want func(workflows.StoreOptimizerResult) bool) {
 		t.Helper()
-		res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 1 << 20, Policy: p, Scope: []string{"sequence:ties_steps"}})
+		res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: 1 << 20, Policy: p, Scope: []string{"sequence:ties_steps"},
+			BatchTopics: historyBatchTopics()})
 		if !want(res) || res.Failed != 0 {
 			t.Fatalf("%s run %+v", p, res)
 		}

@@ -34,7 +34,7 @@ func TestQuarantine(t *testing.T) {
 	testenv.StartWorker(t, e.srv.Client, e.cfg)
 
 	for run := 1; run <= 3; run++ {
-		res := e.runPass(t, app.PassOptions{})
+		res := e.runPass(t, app.PassOptions{BatchTopics: historyBatchTopics()})
 		if res.Failed != 1 || res.Quarantined != 0 || res.Optimized != boolInt(run == 1) {
 			t.Fatalf("run %d: %+v, want quar/bad failed (and quar/good optimized in run 1)", run, res)
 		}
@@ -48,7 +48,7 @@ func TestQuarantine(t *testing.T) {
 	}
 	saveHistory(t, e.srv.Client, workflows.TopicWorkflowID(e.cfg.TaskQueue, "quar/bad"), "optimize-topic-input-failure")
 
-	res := e.runPass(t, app.PassOptions{})
+	res := e.runPass(t, app.PassOptions{BatchTopics: historyBatchTopics()})
 	if res.Failed != 0 || res.Optimized != 0 || res.Quarantined != 1 || len(res.QuarantinedTopics) != 1 {
 		t.Fatalf("run 4: %+v, want quar/bad left out as quarantined", res)
 	}

@@ -292,7 +292,11 @@ func TestStoreFaultsEndRunsEarly(t *testing.T) {
 			t.Fatalf("build starter: %v", err)
 		}
 		start := time.Now()
-		out, code := e.starter(t, "store-optimizer")
+		args := []string{"store-optimizer"}
+		if n := historyBatchTopics(); n > 0 {
+			args = append(args, "--batch-topics", strconv.Itoa(n))
+		}
+		out, code := e.starter(t, args...)
 		elapsed := time.Since(start)
 		if code != 1 {
 			t.Errorf("starter store-optimizer exited %d, want 1 (topics failed):\n%s", code, out)

@@ -23,16 +23,17 @@ const (
 	cleanupStepReplaced  = "replaced"
 )
 
-// cleanupTempFilesChange is the workflow.GetVersion change ID of the DeleteTempFiles step:
-// passes recorded before it have no such step.
+// The change IDs of the steps added to the pass (DeleteTempFiles, AbortAbandonedUploads,
+// DeleteReplacedObjects). Retired: only version 1 is supported
+// (docs/contributing.md#supported-histories).
+
+// cleanupTempFilesChange is the workflow.GetVersion change ID of the DeleteTempFiles step.
 const cleanupTempFilesChange = "cleanup-temp-files"
 
-// cleanupUploadsChange is the workflow.GetVersion change ID of the AbortAbandonedUploads step:
-// passes recorded before it have no such step.
+// cleanupUploadsChange is the workflow.GetVersion change ID of the AbortAbandonedUploads step.
 const cleanupUploadsChange = "cleanup-abort-unfinished-uploads"
 
-// cleanupReplacedChange is the workflow.GetVersion change ID of the DeleteReplacedObjects step:
-// passes recorded before it have no such step.
+// cleanupReplacedChange is the workflow.GetVersion change ID of the DeleteReplacedObjects step.
 const cleanupReplacedChange = "cleanup-replaced-objects"
 
 // CleanupInput is the input of CleanupWorkflow.
@@ -144,37 +145,35 @@ func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, erro
 	res.Deleted, res.DeletedObjects = deleted.Deleted, deleted.DeletedObjects
 	res.DeleteFailed, res.Errors = deleted.DeleteFailed, deleted.Errors
 
-	if workflow.GetVersion(ctx, cleanupTempFilesChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
-		step = cleanupStepTempFiles
-		var temp activities.DeleteTempFilesResult
-		if err := workflow.ExecuteActivity(actx, a.DeleteTempFiles, activities.DeleteTempFilesInput{
-			RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &temp); err != nil {
-			return res, err
-		}
-		res.TempFiles, res.TempFilesDeleted, res.TempFilesFailed = temp.Found, temp.Deleted, temp.Failed
-		res.Errors = append(res.Errors, temp.Errors[:min(len(temp.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
+	workflow.GetVersion(ctx, cleanupTempFilesChange, 1, 1)
+	step = cleanupStepTempFiles
+	var temp activities.DeleteTempFilesResult
+	if err := workflow.ExecuteActivity(actx, a.DeleteTempFiles, activities.DeleteTempFilesInput{
+		RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &temp); err != nil {
+		return res, err
 	}
-	if workflow.GetVersion(ctx, cleanupUploadsChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
-		step = cleanupStepUploads
-		var up activities.AbortUploadsResult
-		if err := workflow.ExecuteActivity(actx, a.AbortAbandonedUploads, activities.AbortUploadsInput{
-			RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &up); err != nil {
-			return res, err
-		}
-		res.Uploads, res.UploadsAborted, res.UploadBytesAborted, res.UploadsFailed = up.Found, up.Aborted, up.AbortedBytes, up.Failed
-		res.Errors = append(res.Errors, up.Errors[:min(len(up.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
-	}
+	res.TempFiles, res.TempFilesDeleted, res.TempFilesFailed = temp.Found, temp.Deleted, temp.Failed
+	res.Errors = append(res.Errors, temp.Errors[:min(len(temp.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
 
-	if workflow.GetVersion(ctx, cleanupReplacedChange, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
-		step = cleanupStepReplaced
-		var rep activities.DeleteReplacedObjectsResult
-		if err := workflow.ExecuteActivity(actx, a.DeleteReplacedObjects, activities.DeleteReplacedObjectsInput{
-			RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &rep); err != nil {
-			return res, err
-		}
-		res.ReplacedDeleted, res.ReplacedPending, res.ReplacedFailed = rep.Deleted, rep.Pending, rep.Failed
-		res.Errors = append(res.Errors, rep.Errors[:min(len(rep.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
+	workflow.GetVersion(ctx, cleanupUploadsChange, 1, 1)
+	step = cleanupStepUploads
+	var up activities.AbortUploadsResult
+	if err := workflow.ExecuteActivity(actx, a.AbortAbandonedUploads, activities.AbortUploadsInput{
+		RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &up); err != nil {
+		return res, err
 	}
+	res.Uploads, res.UploadsAborted, res.UploadBytesAborted, res.UploadsFailed = up.Found, up.Aborted, up.AbortedBytes, up.Failed
+	res.Errors = append(res.Errors, up.Errors[:min(len(up.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
+
+	workflow.GetVersion(ctx, cleanupReplacedChange, 1, 1)
+	step = cleanupStepReplaced
+	var rep activities.DeleteReplacedObjectsResult
+	if err := workflow.ExecuteActivity(actx, a.DeleteReplacedObjects, activities.DeleteReplacedObjectsInput{
+		RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &rep); err != nil {
+		return res, err
+	}
+	res.ReplacedDeleted, res.ReplacedPending, res.ReplacedFailed = rep.Deleted, rep.Pending, rep.Failed
+	res.Errors = append(res.Errors, rep.Errors[:min(len(rep.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
 
 	step = stepDone
 	logger.Info("Cleanup finished", "RetentionDuration", retention, "Prefixes", res.Prefixes,

@@ -29,7 +29,7 @@ const (
 )
 
 // localCatalogStepsChange is the workflow.GetVersion change ID of Lease and Commit run as local
-// activities (version 1): executions recorded before it schedule them as activities, as they did.
+// activities. Retired: only version 1 is supported (docs/contributing.md#supported-histories).
 const localCatalogStepsChange = "local-catalog-steps"
 
 // OptimizeTopicInput is the input of OptimizeTopicWorkflow.
@@ -103,9 +103,6 @@ type topicOptimization struct {
 	progress topicProgress // what the progress query and the current details report
 	policy   string        // the lease's policy (auto resolved)
 	logger   log.Logger
-	// localSteps: Lease and Commit run as local activities (executions recorded since
-	// localCatalogStepsChange).
-	localSteps bool
 }
 
 func (o *topicOptimization) setup(ctx workflow.Context) error {
@@ -125,9 +122,9 @@ func (o *topicOptimization) setup(ctx workflow.Context) error {
 
 // run runs the topic pipeline (activities.RunTopicPipeline, which makes every decision) with the
 // workflow's steps and turns its end into the workflow's result or error. Lease and Commit are
-// local activities in executions recorded since localCatalogStepsChange.
+// local activities.
 func (o *topicOptimization) run(ctx workflow.Context) (OptimizeTopicResult, error) {
-	o.localSteps = workflow.GetVersion(ctx, localCatalogStepsChange, workflow.DefaultVersion, 1) == 1
+	workflow.GetVersion(ctx, localCatalogStepsChange, 1, 1)
 	// A topic workflow's steps never fail the pipeline itself (their release or give-back
 	// failures are logged), so err is nil.
 	p, err := activities.RunTopicPipeline(&topicSteps{o: o, ctx: ctx}, activities.TopicWorkflowSteps, o.in.Policy)
@@ -237,14 +234,10 @@ func (o *topicOptimization) lease(ctx workflow.Context) (activities.LeaseResult,
 	return lease, nil
 }
 
-// catalogStep runs Lease or Commit with the catalog options and summary of ctx: as a local
-// activity (no activity task, no round trip through the server: the short catalog steps of a
-// small topic cost less than its data steps) or, in executions recorded before
-// localCatalogStepsChange, as an activity.
+// catalogStep runs Lease or Commit with the catalog options and summary of ctx as a local
+// activity: no activity task, no round trip through the server, so the short catalog steps of a
+// small topic cost less than its data steps.
 func (o *topicOptimization) catalogStep(ctx workflow.Context, activity, in any) workflow.Future {
-	if !o.localSteps {
-		return workflow.ExecuteActivity(ctx, activity, in)
-	}
 	return workflow.ExecuteLocalActivity(withLocalOptions(ctx), activity, in)
 }
 
@@ -280,15 +273,15 @@ func (o *topicOptimization) writeChunks(ctx workflow.Context, groups int) error 
 	defer cancel()
 	var failed error
 	written := 0
-	w := newWindow(ctx, o.in.TopicParallelism)
+	w := newWindows(ctx, o.in.TopicParallelism, 0) // one kind of future only
 	for group := 0; group < groups; group++ {
-		w.ready()
+		w.ready(false)
 		if failed != nil || ctx.Err() != nil {
 			break
 		}
 		f := workflow.ExecuteActivity(o.writeSummary(wctx, group), a.WriteChunks,
 			activities.WriteChunksInput{TopicID: o.in.TopicID, Group: group})
-		w.add(f, func(f workflow.Future) {
+		w.add(false, f, func(f workflow.Future) {
 			var res activities.WriteChunksResult
 			if err := f.Get(ctx, &res); err != nil {
 				if failed == nil {

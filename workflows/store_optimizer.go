@@ -31,11 +31,10 @@ const (
 	// stops starting topics (StoreOptimizerResult.StoreFault).
 	StoreFaultLimit = 3
 	// storeFaultStopChange is the workflow.GetVersion change ID of the early stop on a store
-	// fault: executions recorded before it go on starting topics, as they did.
+	// fault. Retired: only version 1 is supported (docs/contributing.md#supported-histories).
 	storeFaultStopChange = "store-fault-stop"
 	// slidingWindowChange is the workflow.GetVersion change ID of the window that slides across
-	// pages (version 1): executions recorded before it run each page to its end and continue as
-	// new after every full page, as they did.
+	// pages. Retired: only version 1 is supported (docs/contributing.md#supported-histories).
 	slidingWindowChange = "sliding-window"
 	// DefaultContinueAsNewEvents is the history length (events) after which an execution lists no
 	// further page, waits for its children and continues as new (StoreOptimizerInput).
@@ -44,7 +43,7 @@ const (
 	// (StoreOptimizerInput.MaxConcurrentSmallTopics).
 	DefaultMaxConcurrentSmallTopics = 32
 	// smallTopicBatchesChange is the workflow.GetVersion change ID of tiny topics optimized in
-	// batches (version 1): executions recorded before it start a topic workflow for each.
+	// batches. Retired: only version 1 is supported (docs/contributing.md#supported-histories).
 	smallTopicBatchesChange = "small-topic-batches"
 	// DefaultBatchTopics is how many tiny topics one OptimizeSmallTopics activity optimizes.
 	DefaultBatchTopics = 25
@@ -255,9 +254,7 @@ func (r *storeRun) run(ctx workflow.Context) (StoreOptimizerResult, error) {
 			return r.state.Result, err
 		}
 	}
-	if workflow.GetVersion(ctx, slidingWindowChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return r.runPage(ctx)
-	}
+	workflow.GetVersion(ctx, slidingWindowChange, 1, 1)
 	more, err := r.optimizeQueue(ctx)
 	if err != nil {
 		return r.state.Result, err
@@ -306,7 +303,8 @@ func (r *storeRun) continueAsNew(ctx workflow.Context) error {
 // after every child started has finished, with more set when the queue may hold further topics
 // (the run continues as new from the cursor then).
 func (r *storeRun) optimizeQueue(ctx workflow.Context) (more bool, err error) {
-	r.batches = workflow.GetVersion(ctx, smallTopicBatchesChange, workflow.DefaultVersion, 1) == 1 && r.in.BatchTopics != 1
+	workflow.GetVersion(ctx, smallTopicBatchesChange, 1, 1)
+	r.batches = r.in.BatchTopics != 1
 	w := r.newWindows(ctx)
 	defer w.wait()
 	for {
@@ -338,38 +336,6 @@ func (r *storeRun) historyFull(ctx workflow.Context) bool {
 	return info.GetCurrentHistoryLength() >= limit || info.GetContinueAsNewSuggested()
 }
 
-// runPage is the run of executions recorded before the sliding window: one page, every child
-// finished, then continue as new after a full page or end the run after a short one.
-func (r *storeRun) runPage(ctx workflow.Context) (StoreOptimizerResult, error) {
-	page, err := r.listPage(ctx)
-	if err != nil {
-		return r.state.Result, err
-	}
-	r.optimizeTopics(ctx, page)
-	if err := ctx.Err(); err != nil {
-		r.endProgress(ctx)
-		r.logSummary("Run canceled")
-		return r.state.Result, err
-	}
-	if r.state.Result.StoreFault != "" {
-		r.endProgress(ctx)
-		r.logSummary("Run stopped by a store fault")
-		return r.state.Result, nil
-	}
-	if len(page) == r.in.PageSize {
-		r.state.AfterTopicID = page[len(page)-1].TopicID
-		r.logger.Info("Page done, continuing as new", "NextAfterTopicID", r.state.AfterTopicID,
-			"Optimized", r.state.Result.Optimized, "Skipped", r.state.Result.Skipped,
-			"Failed", r.state.Result.Failed)
-		next := r.in
-		next.State = &r.state
-		return StoreOptimizerResult{}, workflow.NewContinueAsNewError(ctx, StoreOptimizerWorkflow, next)
-	}
-	r.endProgress(ctx)
-	r.logSummary("Run finished")
-	return r.state.Result, nil
-}
-
 // enqueue queues every topic that needs optimizing; it runs once per run.
 func (r *storeRun) enqueue(ctx workflow.Context) error {
 	var res activities.EnqueueTopicsResult
@@ -398,21 +364,6 @@ func (r *storeRun) listPage(ctx workflow.Context) ([]activities.QueuedTopic, err
 		Scope:        r.in.Scope,
 	}).Get(ctx, &res)
 	return res.Topics, err
-}
-
-// optimizeTopics runs one child per topic, at most MaxConcurrentTopics at once, and returns once
-// all of them have finished. After a cancel no further child starts. (Executions recorded before
-// the sliding window.)
-func (r *storeRun) optimizeTopics(ctx workflow.Context, topics []activities.QueuedTopic) {
-	w := newWindow(ctx, r.in.MaxConcurrentTopics)
-	for i, topic := range topics {
-		w.ready()
-		if !r.mayStart(ctx, len(topics)-i) {
-			break
-		}
-		w.add(r.startTopic(ctx, topic), r.topicDone(ctx, topic))
-	}
-	w.wait()
 }
 
 // smallTopic reports whether a queued topic is small: its estimated input fits one output chunk.
@@ -579,9 +530,7 @@ func (r *storeRun) countStoreFault(ctx workflow.Context, locator string, err err
 	if r.state.StoreFaultStreak < StoreFaultLimit || r.state.Result.StoreFault != "" {
 		return
 	}
-	if workflow.GetVersion(ctx, storeFaultStopChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return
-	}
+	workflow.GetVersion(ctx, storeFaultStopChange, 1, 1)
 	r.state.Result.StoreFault = strings.TrimPrefix(msg, "topic "+locator+": ")
 	r.logger.Error("Store fault: the last topics all failed the same way; no further topic is started",
 		"Topics", r.state.StoreFaultStreak, "StoreFault", r.state.Result.StoreFault)
