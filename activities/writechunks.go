@@ -85,7 +85,7 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 				RowCount: st.RowCount, ArrowSizeBytes: st.ArrowSizeBytes,
 				MinTimestampNs: st.MinTimestampNs, MaxTimestampNs: st.MaxTimestampNs,
 				TimestampNullCount: st.TimestampNullCount, ColumnStats: st.Columns,
-				Blocks: catalogBlocks(out),
+				Blocks: catalogBlocks(out), FooterBytes: out.FooterBytes,
 			},
 			TargetOrdinal: &target,
 			Digest:        stagedDigest(out),
@@ -185,12 +185,21 @@ func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, 
 	})
 }
 
+// catalogRange returns r as the catalog stores it.
+func catalogRange(r *parquetio.ByteRange) *catalog.ByteRange {
+	if r == nil {
+		return nil
+	}
+	return &catalog.ByteRange{Offset: r.Offset, Length: r.Length}
+}
+
 // catalogBlocks returns the block index of a written chunk as the catalog stores it.
 func catalogBlocks(out compaction.OutputResult) []catalog.Block {
 	blocks := make([]catalog.Block, len(out.Blocks))
 	for i, b := range out.Blocks {
 		blocks[i] = catalog.Block{MinTs: b.MinTs, MaxTs: b.MaxTs, Nulls: max(b.Nulls, 0), Rows: b.Rows,
-			Offset: b.Offset, Length: b.Length}
+			Offset: b.Offset, Length: b.Length,
+			TsIndex: catalogRange(b.PageIndex.Timestamps), OffsetIndex: catalogRange(b.PageIndex.Offsets)}
 		if i < len(out.Sources) {
 			blocks[i].Source = out.Sources[i]
 		}

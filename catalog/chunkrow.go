@@ -16,17 +16,32 @@ import (
 // chunkFields are the columns chunks and staged_chunks share, in the order of chunkDest and
 // chunkArgs.
 const chunkFields = "topic_id, ordinal, object_key, size_bytes, row_count, arrow_size_bytes, " +
-	"min_timestamp_ns, max_timestamp_ns, timestamp_null_count, column_stats, level, blocks"
+	"min_timestamp_ns, max_timestamp_ns, timestamp_null_count, column_stats, level, blocks, footer_bytes"
 
-// chunkFieldParams are the placeholders $1..$12 for chunkFields.
-const chunkFieldParams = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12"
+// chunkFieldParams are the placeholders $1..$13 for chunkFields.
+const chunkFieldParams = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13"
 
 // chunkDest returns the scan destinations for chunkFields; the column_stats JSON goes to stats,
 // the block index JSON to blocks.
 func chunkDest(ch *Chunk, stats, blocks *[]byte) []any {
 	return []any{&ch.TopicID, &ch.Ordinal, &ch.ObjectKey, &ch.SizeBytes, &ch.RowCount,
 		&ch.ArrowSizeBytes, &ch.MinTimestampNs, &ch.MaxTimestampNs, &ch.TimestampNullCount, stats,
-		&ch.Level, blocks}
+		&ch.Level, blocks, footerBytesDest{&ch.FooterBytes}}
+}
+
+// footerBytesDest scans footer_bytes, NULL as 0 (unknown).
+type footerBytesDest struct{ n *int64 }
+
+func (d footerBytesDest) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*d.n = 0
+	case int64:
+		*d.n = v
+	default:
+		return fmt.Errorf("footer_bytes: unexpected %T", src)
+	}
+	return nil
 }
 
 // chunkArgs validates ch and returns the query arguments for chunkFields. what names the chunk
@@ -34,6 +49,9 @@ func chunkDest(ch *Chunk, stats, blocks *[]byte) []any {
 func chunkArgs(what string, ch Chunk) ([]any, error) {
 	if ch.Ordinal < 0 || ch.Ordinal > math.MaxInt32 {
 		return nil, fmt.Errorf("catalog: %s: ordinal %d out of range: %w", what, ch.Ordinal, ErrInvalid)
+	}
+	if ch.FooterBytes < 0 || ch.FooterBytes > ch.SizeBytes {
+		return nil, fmt.Errorf("catalog: %s: footer of %d bytes in an object of %d: %w", what, ch.FooterBytes, ch.SizeBytes, ErrInvalid)
 	}
 	if ch.SizeBytes < 0 || ch.RowCount < 0 || ch.ArrowSizeBytes < 0 || ch.TimestampNullCount < 0 {
 		return nil, fmt.Errorf("catalog: %s: negative size or count (size %d bytes, %d rows, arrow %d bytes, %d null timestamps): %w",
@@ -54,7 +72,15 @@ func chunkArgs(what string, ch Chunk) ([]any, error) {
 		return nil, fmt.Errorf("catalog: %s: block index: %w", what, err)
 	}
 	return []any{ch.TopicID, ch.Ordinal, ch.ObjectKey, ch.SizeBytes, ch.RowCount, ch.ArrowSizeBytes,
-		ch.MinTimestampNs, ch.MaxTimestampNs, ch.TimestampNullCount, stats, ch.Level, blocks}, nil
+		ch.MinTimestampNs, ch.MaxTimestampNs, ch.TimestampNullCount, stats, ch.Level, blocks, footerBytes(ch.FooterBytes)}, nil
+}
+
+// footerBytes is the footer_bytes of a chunk: NULL when unknown (0).
+func footerBytes(n int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &n
 }
 
 // encodeBlocks returns the JSON stored in blocks: NULL (nil) for an unknown block index.
@@ -65,6 +91,11 @@ func encodeBlocks(blocks []Block) ([]byte, error) {
 	for i, b := range blocks {
 		if b.Rows < 0 || b.Nulls < 0 || b.Offset < 0 || b.Length < 0 {
 			return nil, fmt.Errorf("block %d: negative rows, nulls, offset or length: %w", i, ErrInvalid)
+		}
+		for _, r := range []*ByteRange{b.TsIndex, b.OffsetIndex} {
+			if r != nil && (r.Offset < 0 || r.Length <= 0) {
+				return nil, fmt.Errorf("block %d: page index range [%d, +%d): %w", i, r.Offset, r.Length, ErrInvalid)
+			}
 		}
 		if err := checkText("block source", b.Source); err != nil {
 			return nil, err

@@ -145,7 +145,9 @@ func stage(t *testing.T, c *catalog.Catalog, topicID int64, token string, inputs
 	for i, target := range targets {
 		ch := testChunk(topicID, i, fmt.Sprintf("%s/data/%05d.parquet", l.FreshPrefix, i))
 		ch.Blocks = []catalog.Block{{MinTs: ch.MinTimestampNs, MaxTs: ch.MaxTimestampNs, Rows: 10, Offset: 4, Length: 96,
-			Source: "tp_x/data/00001.parquet"}}
+			Source: "tp_x/data/00001.parquet", TsIndex: &catalog.ByteRange{Offset: 100, Length: 20},
+			OffsetIndex: &catalog.ByteRange{Offset: 120, Length: 30}}}
+		ch.FooterBytes = 40
 		require.NoError(t, c.StageChunk(ctx, token, catalog.StagedChunk{Chunk: ch, TargetOrdinal: &target, Digest: []byte{1}}))
 	}
 	return l
@@ -194,6 +196,10 @@ func TestTieredCommitReplacesExactlyItsInputsWhileAppendsGoOn(t *testing.T) {
 	}, got)
 	require.Len(t, chunks[1].Blocks, 1)
 	require.Equal(t, "tp_x/data/00001.parquet", chunks[1].Blocks[0].Source)
+	require.Equal(t, &catalog.ByteRange{Offset: 100, Length: 20}, chunks[1].Blocks[0].TsIndex, "the page index ranges of a block are committed")
+	require.Equal(t, &catalog.ByteRange{Offset: 120, Length: 30}, chunks[1].Blocks[0].OffsetIndex)
+	require.Equal(t, int64(40), chunks[1].FooterBytes, "the footer's length is committed")
+	require.Zero(t, chunks[0].FooterBytes, "an ingested chunk's footer length is unknown")
 	topic, err := c.Topic(ctx, topicID)
 	require.NoError(t, err)
 	require.Equal(t, "tp_live_imu", topic.DataPrefix, "a live topic keeps its data prefix")

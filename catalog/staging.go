@@ -126,12 +126,13 @@ func (c *Catalog) StageChunk(ctx context.Context, fencingToken string, s StagedC
 		}
 		_, err := tx.Exec(ctx, `
 			INSERT INTO staged_chunks (`+chunkFields+`, fencing_token, digest, taken, target_ordinal)
-			VALUES (`+chunkFieldParams+`, $13, $14, $15, $16)
+			VALUES (`+chunkFieldParams+`, $14, $15, $16, $17)
 			ON CONFLICT (topic_id, fencing_token, ordinal) DO UPDATE SET
 				object_key = EXCLUDED.object_key, size_bytes = EXCLUDED.size_bytes, row_count = EXCLUDED.row_count,
 				arrow_size_bytes = EXCLUDED.arrow_size_bytes, min_timestamp_ns = EXCLUDED.min_timestamp_ns,
 				max_timestamp_ns = EXCLUDED.max_timestamp_ns, timestamp_null_count = EXCLUDED.timestamp_null_count,
 				column_stats = EXCLUDED.column_stats, level = EXCLUDED.level, blocks = EXCLUDED.blocks,
+				footer_bytes = EXCLUDED.footer_bytes,
 				digest = EXCLUDED.digest, taken = EXCLUDED.taken, target_ordinal = EXCLUDED.target_ordinal`,
 			append(args, fencingToken, s.Digest, taken, s.TargetOrdinal)...)
 		if pgErrorCode(err) == sqlstateForeignKeyViolation {

@@ -114,6 +114,9 @@ type Chunk struct {
 	// Blocks is the chunk's block index, one entry per row group in file order; nil when unknown
 	// (chunks recorded before block indexes existed: read the footer instead).
 	Blocks []Block
+	// FooterBytes is the length of the chunk's footer, the last FooterBytes bytes of the object
+	// (serialized file metadata and the 8-byte trailer); 0 when unknown (an ingested chunk).
+	FooterBytes int64
 }
 
 // Block is one block (row group) of a chunk as the block index records it (Qbeast's block
@@ -132,6 +135,18 @@ type Block struct {
 	// Source is the object key of the chunk the block's rows came from, for blocks of a tiered
 	// (rollup) output; "" otherwise.
 	Source string `json:"source,omitempty"`
+	// TsIndex and OffsetIndex locate the block's page index in the object: the column index of
+	// timestamp_ns (each page's min/max) and the offset indexes of all its columns (each page's
+	// byte range and first row), so that a window read fetches them with the footer instead of
+	// after it; nil when the block has none.
+	TsIndex     *ByteRange `json:"ts_index,omitempty"`
+	OffsetIndex *ByteRange `json:"offset_index,omitempty"`
+}
+
+// ByteRange is a range of bytes of an object.
+type ByteRange struct {
+	Offset int64 `json:"offset"`
+	Length int64 `json:"length"`
 }
 
 // QueuedTopic is one entry of the optimization queue as listed by ListQueued.

@@ -40,6 +40,9 @@ type OutputResult struct {
 	// rollup output, the source chunk of each block (nil for merge outputs).
 	Blocks  []parquetio.Block
 	Sources []string
+	// FooterBytes is the length of the written chunk's footer: its serialized file metadata and
+	// the 8-byte trailer (the last FooterBytes bytes of the object).
+	FooterBytes int64
 }
 
 // Inputs resolves plan inputs to object keys for WriteOutput.
@@ -392,11 +395,11 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	}
 	res.SizeBytes = cw.n
 	res.Stats = stats.Result()
-	footer, blocks, err := readBack(ctx, in, key, layout.Footer, res.Stats.RowCount, &res.Written)
+	footer, blocks, footerBytes, err := readBack(ctx, in, key, layout.Footer, res.Stats.RowCount, &res.Written)
 	if err != nil {
 		return res, err
 	}
-	res.Footer, res.Blocks = footer.Digest(), blocks
+	res.Footer, res.Blocks, res.FooterBytes = footer.Digest(), blocks, footerBytes
 	if sources != nil {
 		if len(sources) != len(res.Blocks) {
 			return res, &verify.MismatchError{What: fmt.Sprintf("written chunk %s has %d row groups, %d blocks written",
@@ -411,34 +414,34 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 // checks its footer against the topic's (Parquet schema elements and key/value pairs, verbatim),
 // that it holds rows rows in row groups that are none of them empty, and adds the digest of
 // every row decoded from it, in batches of the plan's limits, to written. It returns the footer
-// read back and the chunk's block index (its row groups). It runs once the merge and the
+// read back, the chunk's block index (its row groups) and the length of its footer. It runs once the merge and the
 // encoder are done, within their reservation of the memory pool (OutputMemory counts it).
-func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer, rows int64, written *verify.Digest) (*parquetio.Footer, []parquetio.Block, error) {
+func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer, rows int64, written *verify.Digest) (*parquetio.Footer, []parquetio.Block, int64, error) {
 	c, err := openChunk(ctx, in.Bucket, key, in.Mem)
 	if err != nil {
 		var ce *ChunkError
 		if errors.As(err, &ce) {
-			return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, ce.Err)}
+			return nil, nil, 0, &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, ce.Err)}
 		}
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	defer c.Close()
 	if d := parquetio.FirstFooterDifference(want, c.Footer); d != "" {
-		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: footer differs from the inputs': %s", key, d)}
+		return nil, nil, 0, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: footer differs from the inputs': %s", key, d)}
 	}
 	if c.NumRows != rows || rows == 0 {
-		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s holds %d rows, %d written", key, c.NumRows, rows)}
+		return nil, nil, 0, &verify.MismatchError{What: fmt.Sprintf("written chunk %s holds %d rows, %d written", key, c.NumRows, rows)}
 	}
 	if g := c.EmptyRowGroup(); g >= 0 {
-		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: row group %d is empty", key, g)}
+		return nil, nil, 0, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: row group %d is empty", key, g)}
 	}
 	blocks, err := c.Blocks()
 	if err != nil {
-		return nil, nil, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: block index: %v", key, err)}
+		return nil, nil, 0, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: block index: %v", key, err)}
 	}
 	br, err := c.BatchesWithin(ctx, in.limits(), nil)
 	if err != nil {
-		return nil, nil, readBackError(key, err)
+		return nil, nil, 0, readBackError(key, err)
 	}
 	defer br.Release()
 	var h verify.Hasher
@@ -446,9 +449,9 @@ func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer
 		h.AddRows(written, rec, 0, rec.NumRows())
 	}
 	if err := br.Err(); err != nil {
-		return nil, nil, readBackError(key, err)
+		return nil, nil, 0, readBackError(key, err)
 	}
-	return c.Footer, blocks, nil
+	return c.Footer, blocks, c.FooterBytes + 8, nil
 }
 
 // readBackError is a verification error when the written chunk's content cannot be decoded; a

@@ -10,11 +10,14 @@ type Block struct {
 	Rows         int64
 	Offset       int64 // first byte of the row group's column chunks
 	Length       int64 // bytes from Offset to the end of its last column chunk
+	// PageIndex locates the row group's page index (zero when it has none).
+	PageIndex PageIndex
 }
 
 // Blocks returns the block index of the chunk: one Block per row group in file order, ranges
 // from each column chunk's dictionary or first data page offset and compressed size, timestamp
-// range from the statistics of the timestamp_ns column (unknown when the writer wrote none).
+// range from the statistics of the timestamp_ns column (unknown when the writer wrote none), and
+// where its page index lies.
 func (c *Chunk) Blocks() ([]Block, error) {
 	return BlocksOf(c.pf.MetaData(), c.TimestampLeaf)
 }
@@ -62,6 +65,7 @@ func BlocksOf(md *metadata.FileMetaData, tsLeaf int) (blocks []Block, err error)
 			return nil, inputErrorf("row group %d has no column chunks", i)
 		}
 		b.Offset, b.Length = start, end-start
+		b.PageIndex = PageIndexOf(md, i, tsLeaf)
 		blocks = append(blocks, b)
 	}
 	return blocks, nil

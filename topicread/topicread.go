@@ -153,7 +153,7 @@ func (r *reader) close() {
 // rows of the window.
 func (r *reader) addChunk(ctx context.Context, pos int, c catalog.Chunk, from, to int64) error {
 	rs := &rangeSet{ctx: ctx, b: r.bucket, key: c.ObjectKey, size: c.SizeBytes, stats: r.stats}
-	if err := rs.fetchFooter(); err != nil {
+	if err := rs.fetchFooter(c, from, to); err != nil {
 		return err
 	}
 	pc, err := parquetio.Open(rs, r.mem)
@@ -342,10 +342,27 @@ func (s *rangeSet) drop(off int64) {
 	s.ranges = slices.DeleteFunc(s.ranges, func(r fetched) bool { return r.off == off })
 }
 
-// fetchFooter fetches the object's tail, footer included.
-func (s *rangeSet) fetchFooter() error {
+// fetchFooter fetches the object's tail, footer included. When the catalog knows the length of
+// chunk c's footer, it fetches exactly that, together with the page indexes its block index
+// names for the blocks that overlap the window [from, to), in one round of requests; otherwise
+// the last footerGuess bytes, and more if the footer is longer.
+func (s *rangeSet) fetchFooter(c catalog.Chunk, from, to int64) error {
 	if s.size < 12 {
 		return errors.New("not a Parquet file: too small")
+	}
+	if c.FooterBytes >= 12 && c.FooterBytes <= s.size {
+		ranges := []parquetio.ByteRange{{Offset: s.size - c.FooterBytes, Length: c.FooterBytes}}
+		for _, b := range c.Blocks {
+			if b.MinTs == nil || *b.MinTs >= to || *b.MaxTs < from || b.TsIndex == nil || b.OffsetIndex == nil {
+				continue
+			}
+			for _, r := range []*catalog.ByteRange{b.TsIndex, b.OffsetIndex} {
+				if r.Offset >= 0 && r.Length > 0 && r.Offset+r.Length <= s.size {
+					ranges = append(ranges, parquetio.ByteRange{Offset: r.Offset, Length: r.Length})
+				}
+			}
+		}
+		return s.fetchAll(parquetio.Coalesce(ranges, pageGap))
 	}
 	n := min(s.size, footerGuess)
 	if err := s.fetch(s.size-n, n); err != nil {
