@@ -169,7 +169,8 @@ func DebtOf(d catalog.DebtTotals) *Debt {
 		WriteAmplification: d.WriteAmplification()}
 }
 
-// ListQueuedTopics returns one page of the optimization queue in topic ID order.
+// ListQueuedTopics returns one page of the optimization queue in topic ID order, or in order of
+// debt (in.DebtFirst).
 func (a *Activities) ListQueuedTopics(ctx context.Context, in ListQueuedTopicsInput) (ListQueuedTopicsResult, error) {
 	limit := min(max(in.Limit, 1), 1000)
 	scope, err := policy.ParseScope(in.Scope)
@@ -182,13 +183,18 @@ func (a *Activities) ListQueuedTopics(ctx context.Context, in ListQueuedTopicsIn
 			return ListQueuedTopicsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInput, nil)
 		}
 	}
-	qs, err := a.Catalog.ListQueuedFor(ctx, in.AfterTopicID, limit, p, scope)
+	var qs []catalog.QueuedTopic
+	if in.DebtFirst {
+		qs, err = a.Catalog.ListQueuedByDebt(ctx, in.AfterDebt, in.AfterTopicID, limit, p, scope)
+	} else {
+		qs, err = a.Catalog.ListQueuedFor(ctx, in.AfterTopicID, limit, p, scope)
+	}
 	if err != nil {
 		return ListQueuedTopicsResult{}, err
 	}
 	out := ListQueuedTopicsResult{Topics: make([]QueuedTopic, len(qs))}
 	for i, q := range qs {
-		out.Topics[i] = QueuedTopic{TopicID: q.TopicID, Locator: q.Locator, Bytes: q.Bytes}
+		out.Topics[i] = QueuedTopic{TopicID: q.TopicID, Locator: q.Locator, Bytes: q.Bytes, Debt: q.Debt}
 	}
 	return out, nil
 }

@@ -102,6 +102,10 @@ type ListQueuedTopicsInput struct {
 	Limit        int // at most 1000
 	Policy       string
 	Scope        []string
+	// DebtFirst lists the page in order of debt instead (catalog.ListQueuedByDebt), after the
+	// topic AfterTopicID whose QueuedTopic.Debt was AfterDebt.
+	DebtFirst bool `json:",omitempty"`
+	AfterDebt int  `json:",omitempty"`
 }
 
 // QueuedTopic is one queued topic.
@@ -111,6 +115,9 @@ type QueuedTopic struct {
 	// Bytes estimates the input bytes of the topic's compaction (catalog.QueuedTopic.Bytes); 0
 	// in histories recorded before it existed.
 	Bytes int64
+	// Debt is the topic's L0 chunks when it was queued (catalog.QueuedTopic.Debt); 0 in
+	// histories recorded before it existed.
+	Debt int `json:",omitempty"`
 }
 
 // ListQueuedTopicsResult is one page of the queue.

@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -101,4 +102,58 @@ func TestCompactionDebtCountsTheCatalogsRows(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, catalog.WriteThresholds{DelayL0Chunks: 3, StopL0Chunks: 5, MaxDelay: 800 * time.Millisecond}, th)
 	require.ErrorIs(t, c.SetWriteThresholds(ctx, catalog.WriteThresholds{DelayL0Chunks: 5, StopL0Chunks: 5}), catalog.ErrInvalid)
+}
+
+// A run under auto lists its queue with the most debt first: by the L0 chunks each topic had
+// when it was queued, ties in topic ID order, page after page from a (debt, topic) cursor.
+func TestListQueuedByDebtTakesTheWorstFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := pgtest.NewCatalog(t)
+	sizes := func(n int) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = 100
+		}
+		return out
+	}
+	want := map[int][]string{} // chunks → locators
+	for i, n := range []int{3, 9, 5, 9, 2} {
+		locator := fmt.Sprintf("t%d", i)
+		liveTopic(t, c, "debt", locator, sizes(n)...)
+		want[n] = append(want[n], "debt/"+locator)
+	}
+	_, err := c.EnqueueTopics(ctx, catalog.Trigger{Policy: policy.Auto, MinChunks: 2})
+	require.NoError(t, err)
+
+	var got []string
+	var debts []int
+	afterDebt, afterID := 0, int64(0)
+	for {
+		page, err := c.ListQueuedByDebt(ctx, afterDebt, afterID, 2, policy.Auto, policy.Scope{})
+		require.NoError(t, err)
+		for _, q := range page {
+			got = append(got, q.Locator)
+			debts = append(debts, q.Debt)
+		}
+		if len(page) < 2 {
+			break
+		}
+		afterDebt, afterID = page[len(page)-1].Debt, page[len(page)-1].TopicID
+	}
+	require.Equal(t, []int{9, 9, 5, 3, 2}, debts)
+	require.Equal(t, []string{want[9][0], want[9][1], want[5][0], want[3][0], want[2][0]}, got)
+
+	// Queued again with more chunks, an unleased topic takes its new count.
+	first, err := c.TopicByLocator(ctx, "debt/t0")
+	require.NoError(t, err)
+	for i := 3; i < 12; i++ {
+		_, err := c.AddChunk(ctx, testChunk(first.ID, i, fmt.Sprintf("tp_debt_t0/data/%05d.parquet", i)))
+		require.NoError(t, err)
+	}
+	_, err = c.EnqueueTopics(ctx, catalog.Trigger{Policy: policy.Auto, MinChunks: 2})
+	require.NoError(t, err)
+	page, err := c.ListQueuedByDebt(ctx, 0, 0, 1, policy.Auto, policy.Scope{})
+	require.NoError(t, err)
+	require.Equal(t, []catalog.QueuedTopic{{TopicID: first.ID, Locator: "debt/t0", Bytes: page[0].Bytes, Debt: 12}}, page)
 }

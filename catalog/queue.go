@@ -80,12 +80,34 @@ func (c *Catalog) listQueued(ctx context.Context, afterTopicID int64, limit int,
 		return nil, fmt.Errorf("catalog: list queued topics: limit %d must be positive: %w", limit, ErrInvalid)
 	}
 	rows, _ := c.Pool.Query(ctx, `
-		SELECT q.topic_id, t.locator, `+queueBytes+` FROM optimization_queue q JOIN topics t ON t.id = q.topic_id
+		SELECT q.topic_id, t.locator, `+queueBytes+`, q.debt_l0_chunks FROM optimization_queue q JOIN topics t ON t.id = q.topic_id
 		WHERE q.topic_id > $1 AND `+listable("$3", "$4", "$5")+`
 		ORDER BY q.topic_id LIMIT $2`, afterTopicID, limit, string(p), scopeSequences(scope), scopeTopics(scope))
 	queued, err := pgx.CollectRows(rows, pgx.RowToStructByPos[QueuedTopic])
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list queued topics after %d: %w", afterTopicID, err)
+	}
+	return queued, nil
+}
+
+// ListQueuedByDebt is ListQueuedFor in order of debt: the topics with the most L0 chunks when
+// they were queued first (QueuedTopic.Debt, recorded by EnqueueTopics), ties in topic ID order,
+// so that a run takes a backlog from its worst end. The cursor is the last topic of the previous
+// page, its Debt and TopicID; afterTopicID 0 is the first page. The order is that of the queue
+// rows as the run's EnqueueTopics left them: a topic queued again by a run beside it with another
+// count may be listed twice (the second time it is skipped) or not at all (the next run takes it).
+func (c *Catalog) ListQueuedByDebt(ctx context.Context, afterDebt int, afterTopicID int64, limit int, p policy.Policy, scope policy.Scope) ([]QueuedTopic, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("catalog: list queued topics by debt: limit %d must be positive: %w", limit, ErrInvalid)
+	}
+	rows, _ := c.Pool.Query(ctx, `
+		SELECT q.topic_id, t.locator, `+queueBytes+`, q.debt_l0_chunks FROM optimization_queue q JOIN topics t ON t.id = q.topic_id
+		WHERE ($2 = 0 OR q.debt_l0_chunks < $1 OR (q.debt_l0_chunks = $1 AND q.topic_id > $2)) AND `+listable("$4", "$5", "$6")+`
+		ORDER BY q.debt_l0_chunks DESC, q.topic_id LIMIT $3`,
+		afterDebt, afterTopicID, limit, string(p), scopeSequences(scope), scopeTopics(scope))
+	queued, err := pgx.CollectRows(rows, pgx.RowToStructByPos[QueuedTopic])
+	if err != nil {
+		return nil, fmt.Errorf("catalog: list queued topics by debt after topic %d (debt %d): %w", afterTopicID, afterDebt, err)
 	}
 	return queued, nil
 }

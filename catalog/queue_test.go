@@ -427,7 +427,7 @@ func TestGiveBackLease(t *testing.T) {
 }
 
 // TestQueueBytesAndTotals: a queued topic's Bytes is the sum of its chunks' object sizes (all
-// L0 here), and QueueTotals counts and sums what ListQueuedFor lists for a policy and scope.
+// L0 here), its Debt its L0 chunks when queued, and QueueTotals counts and sums what ListQueuedFor lists for a policy and scope.
 func TestQueueBytesAndTotals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -439,8 +439,8 @@ func TestQueueBytesAndTotals(t *testing.T) {
 	page, err := f.c.ListQueuedFor(ctx, 0, 10, policy.Full, policy.Scope{})
 	require.NoError(t, err)
 	require.Equal(t, []catalog.QueuedTopic{
-		{TopicID: f.topicID, Locator: "run_1/sensors/imu", Bytes: 3003},
-		{TopicID: g.topicID, Locator: "run_1/sensors/gps", Bytes: 2001},
+		{TopicID: f.topicID, Locator: "run_1/sensors/imu", Bytes: 3003, Debt: 3},
+		{TopicID: g.topicID, Locator: "run_1/sensors/gps", Bytes: 2001, Debt: 2},
 	}, page)
 	n, bytes, err := f.c.QueueTotals(ctx, policy.Full, policy.Scope{})
 	require.NoError(t, err)

@@ -156,6 +156,8 @@ type QueuedTopic struct {
 	// Bytes estimates the input bytes of the topic's compaction (object sizes): every chunk for
 	// the full policy, the L0 chunks for the others (queueBytes).
 	Bytes int64
+	// Debt is the topic's L0 chunk count when it was queued (ListQueuedByDebt's order).
+	Debt int
 }
 
 // Lease is the queue row of a topic held by one optimization run.

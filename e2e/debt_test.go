@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +175,46 @@ func TestDebtMetricsAgreeWithTheCatalog(t *testing.T) {
 		}
 	}
 	checkDebtMetrics(t, url, "after appends", countDebt(t, e, ids, 2, th), ingested+appended)
+}
+
+// TestAutoRunTakesTheWorstTopicsFirst: a run under auto starts its topics in order of debt (the
+// most L0 chunks first), not in topic ID order; with one topic in flight at a time the commits
+// come in that order.
+func TestAutoRunTakesTheWorstTopicsFirst(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	counts := []int{3, 9, 5, 7} // topic ID order is not debt order
+	opts := ingest.Options{Sequence: "backlog", Seed: 3, NoFinalize: true}
+	for i, n := range counts {
+		opts.Topics = append(opts.Topics, ingest.TopicSpec{Path: fmt.Sprintf("gps_%d", i), Kind: ingest.GPS, Chunks: n, RowsPerChunk: 5})
+	}
+	topics, err := ingest.Ingest(ctx, e.cat, e.b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.StartWorker(t, e.srv.Client, e.cfg)
+	res := e.runPass(t, app.PassOptions{Policy: "auto", MinChunks: 2, BatchTopics: 1, MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 1})
+	if res.Tiered != len(counts) {
+		t.Fatalf("run result %+v, want every topic tiered", res)
+	}
+	saveHistory(t, e.srv.Client, e.lastRun, "store-optimizer-debt-first")
+	rows, err := e.cat.Pool.Query(ctx, `SELECT t.locator FROM optimizations o JOIN topics t ON t.id = o.topic_id ORDER BY o.committed_at, o.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var l string
+		if err := rows.Scan(&l); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{topics[1].Locator, topics[3].Locator, topics[2].Locator, topics[0].Locator} // 9, 7, 5, 3 chunks
+	if !slices.Equal(got, want) {
+		t.Errorf("commit order %v, want the most L0 chunks first %v", got, want)
+	}
 }

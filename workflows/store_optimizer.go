@@ -47,6 +47,10 @@ const (
 	smallTopicBatchesChange = "small-topic-batches"
 	// DefaultBatchTopics is how many tiny topics one OptimizeSmallTopics activity optimizes.
 	DefaultBatchTopics = 25
+	// debtFirstChange is the workflow.GetVersion change ID of runs under auto that list their
+	// queue in order of debt, the topics with the most L0 chunks first; executions recorded before
+	// it list in topic ID order.
+	debtFirstChange = "debt-first"
 	// topicIDTaskQueueChange is the workflow.GetVersion change ID of topic workflow IDs that hold
 	// the run's task queue (version 1, TopicWorkflowID): executions recorded before it start
 	// their children as LegacyTopicWorkflowID(locator), as they did.
@@ -108,6 +112,10 @@ type RunState struct {
 	Enqueued bool
 	// AfterTopicID is the cursor into the queue: the next page starts after this topic ID.
 	AfterTopicID int64
+	// DebtFirst: the run lists its queue in order of debt (a run under auto; debtFirstChange),
+	// the cursor then AfterTopicID and its queued debt AfterDebt.
+	DebtFirst bool `json:",omitempty"`
+	AfterDebt int  `json:",omitempty"`
 	// Result is the result so far.
 	Result StoreOptimizerResult
 	// StoreFaultStreak counts the topics that failed one after another with the store fault
@@ -315,7 +323,7 @@ func (r *storeRun) optimizeQueue(ctx workflow.Context) (more bool, err error) {
 		r.startTopics(ctx, w, page)
 		r.flushBatch(ctx, w)
 		if len(page) > 0 {
-			r.state.AfterTopicID = page[len(page)-1].TopicID
+			r.state.AfterTopicID, r.state.AfterDebt = page[len(page)-1].TopicID, page[len(page)-1].Debt
 		}
 		if len(page) < r.in.PageSize || ctx.Err() != nil || r.state.Result.StoreFault != "" {
 			return false, nil
@@ -346,6 +354,9 @@ func (r *storeRun) enqueue(ctx workflow.Context) error {
 		return err
 	}
 	r.state.Enqueued = true
+	if r.policy() == string(policy.Auto) {
+		r.state.DebtFirst = workflow.GetVersion(ctx, debtFirstChange, workflow.DefaultVersion, 1) == 1
+	}
 	r.state.Result.Quarantined, r.state.Result.QuarantinedTopics = res.Quarantined, res.QuarantinedTopics
 	r.state.Result.Debt = res.Debt
 	r.runTotals(res)
@@ -362,6 +373,8 @@ func (r *storeRun) listPage(ctx workflow.Context) ([]activities.QueuedTopic, err
 		Limit:        r.in.PageSize,
 		Policy:       r.policy(),
 		Scope:        r.in.Scope,
+		DebtFirst:    r.state.DebtFirst,
+		AfterDebt:    r.state.AfterDebt,
 	}).Get(ctx, &res)
 	return res.Topics, err
 }
