@@ -99,6 +99,15 @@ func cleanupPageSize(n int) int {
 	return n
 }
 
+// checkRetention refuses a negative retention duration of a cleanup activity: a non-retryable
+// ErrTypeInput error.
+func (a *Activities) checkRetention(d time.Duration) error {
+	if d < 0 {
+		return a.classify("(cleanup)", fmt.Errorf("retention duration %s is negative: %w", d, catalog.ErrInvalid))
+	}
+	return nil
+}
+
 // listDataPrefixes lists one page of the store's top-level entries (delimiter "/") from
 // pageToken and returns the "tp_<ULID>" prefixes among them (without the "/"), how many other
 // entries it ignored, and the next page's token (empty after the last page).
@@ -149,9 +158,8 @@ type deleteProgress struct {
 // the walk goes on; catalog errors are returned for Temporal to retry (resuming after the last
 // prefix decided). A negative RetentionDuration is a non-retryable ErrTypeInput error.
 func (a *Activities) DeleteMarkedPrefixes(ctx context.Context, in DeleteMarkedPrefixesInput) (DeleteMarkedPrefixesResult, error) {
-	if in.RetentionDuration < 0 {
-		return DeleteMarkedPrefixesResult{}, a.classify("(cleanup)", fmt.Errorf("retention duration %s is negative: %w",
-			in.RetentionDuration, catalog.ErrInvalid))
+	if err := a.checkRetention(in.RetentionDuration); err != nil {
+		return DeleteMarkedPrefixesResult{}, err
 	}
 	pageSize := cleanupPageSize(in.PageSize)
 	var p deleteProgress

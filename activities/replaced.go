@@ -8,7 +8,6 @@ import (
 
 	"gocloud.dev/gcerrors"
 
-	"github.com/storeopt/storeopt/catalog"
 )
 
 // DeleteReplacedObjectsInput is the input of DeleteReplacedObjects.
@@ -43,9 +42,8 @@ type replacedProgress struct {
 // deletion the store refuses is counted in Failed and the pass goes on. A negative
 // RetentionDuration is a non-retryable ErrTypeInput error.
 func (a *Activities) DeleteReplacedObjects(ctx context.Context, in DeleteReplacedObjectsInput) (DeleteReplacedObjectsResult, error) {
-	if in.RetentionDuration < 0 {
-		return DeleteReplacedObjectsResult{}, a.classify("(cleanup)", fmt.Errorf("retention duration %s is negative: %w",
-			in.RetentionDuration, catalog.ErrInvalid))
+	if err := a.checkRetention(in.RetentionDuration); err != nil {
+		return DeleteReplacedObjectsResult{}, err
 	}
 	pageSize := cleanupPageSize(in.PageSize)
 	var p replacedProgress

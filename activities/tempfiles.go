@@ -10,7 +10,6 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/store"
 )
 
@@ -51,9 +50,8 @@ type tempFilesProgress struct {
 // retry (resuming at the last page of prefixes done); a deletion the store refuses is counted in
 // Failed and the pass goes on. A negative RetentionDuration is a non-retryable ErrTypeInput error.
 func (a *Activities) DeleteTempFiles(ctx context.Context, in DeleteTempFilesInput) (DeleteTempFilesResult, error) {
-	if in.RetentionDuration < 0 {
-		return DeleteTempFilesResult{}, a.classify("(cleanup)", fmt.Errorf("retention duration %s is negative: %w",
-			in.RetentionDuration, catalog.ErrInvalid))
+	if err := a.checkRetention(in.RetentionDuration); err != nil {
+		return DeleteTempFilesResult{}, err
 	}
 	if !store.IsFileStore(a.Bucket) {
 		return DeleteTempFilesResult{}, nil

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/uploads"
 )
@@ -50,9 +49,8 @@ type abortProgress struct {
 // for Temporal to retry (resuming at the last page done). A negative RetentionDuration is a
 // non-retryable ErrTypeInput error.
 func (a *Activities) AbortAbandonedUploads(ctx context.Context, in AbortUploadsInput) (AbortUploadsResult, error) {
-	if in.RetentionDuration < 0 {
-		return AbortUploadsResult{}, a.classify("(cleanup)", fmt.Errorf("retention duration %s is negative: %w",
-			in.RetentionDuration, catalog.ErrInvalid))
+	if err := a.checkRetention(in.RetentionDuration); err != nil {
+		return AbortUploadsResult{}, err
 	}
 	if a.Uploads == nil {
 		return AbortUploadsResult{}, nil

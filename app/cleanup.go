@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -68,16 +67,8 @@ func StartCleanup(ctx context.Context, c client.Client, cfg Config, opts Cleanup
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	id := CleanupWorkflowIDPrefix + ulid.Make().String()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    id,
-		TaskQueue:             cfg.TaskQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, workflows.CleanupWorkflow, opts.Input())
-	if err != nil {
-		return nil, fmt.Errorf("start CleanupWorkflow %s on task queue %s: %w", id, cfg.TaskQueue, err)
-	}
-	return run, nil
+	return startWorkflow(ctx, c, cfg, CleanupWorkflowIDPrefix, "CleanupWorkflow", workflows.CleanupWorkflow,
+		opts.Input())
 }
 
 // WaitCleanup waits for a pass started by StartCleanup and returns its result. Deletion failures

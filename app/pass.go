@@ -78,21 +78,21 @@ type PassOptions struct {
 
 // Validate reports a negative option.
 func (o PassOptions) Validate() error {
-	switch {
-	case o.MaxChunkSizeBytes < 0:
-		return fmt.Errorf("max chunk size %d bytes is negative", o.MaxChunkSizeBytes)
-	case o.MaxConcurrentTopics < 0:
-		return fmt.Errorf("max concurrent topics %d is negative", o.MaxConcurrentTopics)
-	case o.MaxConcurrentSmallTopics < 0:
-		return fmt.Errorf("max concurrent small topics %d is negative", o.MaxConcurrentSmallTopics)
-	case o.BatchTopics < 0:
-		return fmt.Errorf("batch topics %d is negative", o.BatchTopics)
-	case o.TopicParallelism < 0:
-		return fmt.Errorf("topic parallelism %d is negative", o.TopicParallelism)
-	case o.PageSize < 0:
-		return fmt.Errorf("page size %d is negative", o.PageSize)
-	case o.MinChunks < 0:
-		return fmt.Errorf("min chunks %d is negative", o.MinChunks)
+	for _, n := range []struct {
+		what  string // the message, with %d for the value
+		value int64
+	}{
+		{"max chunk size %d bytes", o.MaxChunkSizeBytes},
+		{"max concurrent topics %d", int64(o.MaxConcurrentTopics)},
+		{"max concurrent small topics %d", int64(o.MaxConcurrentSmallTopics)},
+		{"batch topics %d", int64(o.BatchTopics)},
+		{"topic parallelism %d", int64(o.TopicParallelism)},
+		{"page size %d", int64(o.PageSize)},
+		{"min chunks %d", int64(o.MinChunks)},
+	} {
+		if n.value < 0 {
+			return fmt.Errorf(n.what+" is negative", n.value)
+		}
 	}
 	if _, err := policy.Parse(o.Policy); err != nil {
 		return err
@@ -123,14 +123,22 @@ func StartPass(ctx context.Context, c client.Client, cfg Config, opts PassOption
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	id := RunWorkflowIDPrefix + ulid.Make().String()
+	return startWorkflow(ctx, c, cfg, RunWorkflowIDPrefix, "StoreOptimizerWorkflow", workflows.StoreOptimizerWorkflow,
+		opts.Input())
+}
+
+// startWorkflow starts workflow (named name in errors) with input in on cfg.TaskQueue, with ID
+// idPrefix + a fresh ULID (never reused), and returns its handle without waiting.
+func startWorkflow(ctx context.Context, c client.Client, cfg Config, idPrefix, name string, workflow, in any) (
+	client.WorkflowRun, error) {
+	id := idPrefix + ulid.Make().String()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    id,
 		TaskQueue:             cfg.TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, workflows.StoreOptimizerWorkflow, opts.Input())
+	}, workflow, in)
 	if err != nil {
-		return nil, fmt.Errorf("start StoreOptimizerWorkflow %s on task queue %s: %w", id, cfg.TaskQueue, err)
+		return nil, fmt.Errorf("start %s %s on task queue %s: %w", name, id, cfg.TaskQueue, err)
 	}
 	return run, nil
 }

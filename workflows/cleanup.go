@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -126,18 +127,17 @@ func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, erro
 	actx := withCleanupOptions(ctx, in.HeartbeatTimeout)
 	logger := workflow.GetLogger(ctx)
 
-	var marked activities.MarkPrefixesResult
-	if err := workflow.ExecuteActivity(actx, a.MarkPrefixes,
-		activities.MarkPrefixesInput{PageSize: in.PageSize}).Get(ctx, &marked); err != nil {
+	marked, err := cleanupStep(ctx, actx, &step, "", cleanupStepMark,
+		a.MarkPrefixes, activities.MarkPrefixesInput{PageSize: in.PageSize})
+	if err != nil {
 		return res, err
 	}
 	res.Prefixes, res.Referenced, res.Marked = marked.Prefixes, marked.Referenced, marked.Marked
 	res.Unmarked, res.Ignored = marked.Unmarked, marked.Ignored
 
-	step = cleanupStepDelete
-	var deleted activities.DeleteMarkedPrefixesResult
-	if err := workflow.ExecuteActivity(actx, a.DeleteMarkedPrefixes, activities.DeleteMarkedPrefixesInput{
-		RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &deleted); err != nil {
+	deleted, err := cleanupStep(ctx, actx, &step, "", cleanupStepDelete,
+		a.DeleteMarkedPrefixes, activities.DeleteMarkedPrefixesInput{RetentionDuration: retention, PageSize: in.PageSize})
+	if err != nil {
 		return res, err
 	}
 	res.Unmarked += deleted.Unmarked
@@ -145,35 +145,29 @@ func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, erro
 	res.Deleted, res.DeletedObjects = deleted.Deleted, deleted.DeletedObjects
 	res.DeleteFailed, res.Errors = deleted.DeleteFailed, deleted.Errors
 
-	workflow.GetVersion(ctx, cleanupTempFilesChange, 1, 1)
-	step = cleanupStepTempFiles
-	var temp activities.DeleteTempFilesResult
-	if err := workflow.ExecuteActivity(actx, a.DeleteTempFiles, activities.DeleteTempFilesInput{
-		RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &temp); err != nil {
+	temp, err := cleanupStep(ctx, actx, &step, cleanupTempFilesChange, cleanupStepTempFiles,
+		a.DeleteTempFiles, activities.DeleteTempFilesInput{RetentionDuration: retention, PageSize: in.PageSize})
+	if err != nil {
 		return res, err
 	}
 	res.TempFiles, res.TempFilesDeleted, res.TempFilesFailed = temp.Found, temp.Deleted, temp.Failed
-	res.Errors = append(res.Errors, temp.Errors[:min(len(temp.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
+	res.addErrors(temp.Errors)
 
-	workflow.GetVersion(ctx, cleanupUploadsChange, 1, 1)
-	step = cleanupStepUploads
-	var up activities.AbortUploadsResult
-	if err := workflow.ExecuteActivity(actx, a.AbortAbandonedUploads, activities.AbortUploadsInput{
-		RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &up); err != nil {
+	up, err := cleanupStep(ctx, actx, &step, cleanupUploadsChange, cleanupStepUploads,
+		a.AbortAbandonedUploads, activities.AbortUploadsInput{RetentionDuration: retention, PageSize: in.PageSize})
+	if err != nil {
 		return res, err
 	}
 	res.Uploads, res.UploadsAborted, res.UploadBytesAborted, res.UploadsFailed = up.Found, up.Aborted, up.AbortedBytes, up.Failed
-	res.Errors = append(res.Errors, up.Errors[:min(len(up.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
+	res.addErrors(up.Errors)
 
-	workflow.GetVersion(ctx, cleanupReplacedChange, 1, 1)
-	step = cleanupStepReplaced
-	var rep activities.DeleteReplacedObjectsResult
-	if err := workflow.ExecuteActivity(actx, a.DeleteReplacedObjects, activities.DeleteReplacedObjectsInput{
-		RetentionDuration: retention, PageSize: in.PageSize}).Get(ctx, &rep); err != nil {
+	rep, err := cleanupStep(ctx, actx, &step, cleanupReplacedChange, cleanupStepReplaced,
+		a.DeleteReplacedObjects, activities.DeleteReplacedObjectsInput{RetentionDuration: retention, PageSize: in.PageSize})
+	if err != nil {
 		return res, err
 	}
 	res.ReplacedDeleted, res.ReplacedPending, res.ReplacedFailed = rep.Deleted, rep.Pending, rep.Failed
-	res.Errors = append(res.Errors, rep.Errors[:min(len(rep.Errors), activities.MaxCleanupErrors-len(res.Errors))]...)
+	res.addErrors(rep.Errors)
 
 	step = stepDone
 	logger.Info("Cleanup finished", "RetentionDuration", retention, "Prefixes", res.Prefixes,
@@ -189,16 +183,28 @@ func CleanupWorkflow(ctx workflow.Context, in CleanupInput) (CleanupResult, erro
 	return res, nil
 }
 
+// addErrors adds a step's errors to the pass's, MaxCleanupErrors in all at most.
+func (r *CleanupResult) addErrors(errs []string) {
+	r.Errors = append(r.Errors, errs[:min(len(errs), activities.MaxCleanupErrors-len(r.Errors))]...)
+}
+
+// cleanupStep runs one step of the pass: the step's change ID ("" for the first steps) is
+// retired, version 1 only (docs/contributing.md#supported-histories); *progress shows the step
+// (ProgressQuery) while activity runs with input in under the options of actx.
+func cleanupStep[In, Res any](ctx, actx workflow.Context, progress *string, change, step string,
+	activity func(context.Context, In) (Res, error), in In) (Res, error) {
+	if change != "" {
+		workflow.GetVersion(ctx, change, 1, 1)
+	}
+	*progress = step
+	var res Res
+	err := workflow.ExecuteActivity(actx, activity, in).Get(ctx, &res)
+	return res, err
+}
+
 // withCleanupOptions sets the options of the cleanup activities: long, heartbeating (a lost
 // worker is noticed within the heartbeat timeout and the activity resumes from its last
 // heartbeat elsewhere), infrastructure faults retried.
 func withCleanupOptions(ctx workflow.Context, heartbeatTimeout time.Duration) workflow.Context {
-	if heartbeatTimeout <= 0 {
-		heartbeatTimeout = DefaultHeartbeatTimeout
-	}
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 6 * time.Hour,
-		HeartbeatTimeout:    heartbeatTimeout,
-		RetryPolicy:         retryPolicy(20),
-	})
+	return workflow.WithActivityOptions(ctx, heartbeating(6*time.Hour, heartbeatTimeout))
 }

@@ -62,15 +62,19 @@ const DefaultHeartbeatTimeout = time.Minute
 // canceled workflow waits until they have stopped, so Release never deletes output that is still
 // being written.
 func withDataOptions(ctx workflow.Context, heartbeatTimeout time.Duration) workflow.Context {
+	opts := heartbeating(2*time.Hour, heartbeatTimeout)
+	opts.WaitForCancellation = true
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
+// heartbeating returns the options of a long activity that heartbeats: startToClose, the
+// heartbeat timeout (0 = DefaultHeartbeatTimeout), infrastructure faults retried 20 times.
+func heartbeating(startToClose, heartbeatTimeout time.Duration) workflow.ActivityOptions {
 	if heartbeatTimeout <= 0 {
 		heartbeatTimeout = DefaultHeartbeatTimeout
 	}
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Hour,
-		HeartbeatTimeout:    heartbeatTimeout,
-		WaitForCancellation: true,
-		RetryPolicy:         retryPolicy(20),
-	})
+	return workflow.ActivityOptions{StartToCloseTimeout: startToClose, HeartbeatTimeout: heartbeatTimeout,
+		RetryPolicy: retryPolicy(20)}
 }
 
 // withReleaseOptions sets the options of Release: retried without an attempt limit for ten minutes,
