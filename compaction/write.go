@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -320,7 +321,7 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	cw := &countingWriter{ctx: uctx, w: bw}
 	batchBytes, rowGroupBytes := in.Plan.Limits()
 	pw, err := parquetio.NewWriter(cw, writerLayout(layout), parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows,
-		RowGroupBytes: rowGroupBytes, Mem: mem})
+		RowGroupBytes: rowGroupBytes, Mem: mem, EncodeWorkers: EncodeWorkers})
 	if err != nil {
 		abort()
 		_ = bw.Close()
@@ -439,19 +440,67 @@ func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer
 	if err != nil {
 		return nil, nil, 0, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: block index: %v", key, err)}
 	}
-	br, err := c.BatchesWithin(ctx, in.limits(), nil)
-	if err != nil {
-		return nil, nil, 0, readBackError(key, err)
-	}
-	defer br.Release()
-	var h verify.Hasher
-	for rec := br.Next(); rec != nil; rec = br.Next() {
-		h.AddRows(written, rec, 0, rec.NumRows())
-	}
-	if err := br.Err(); err != nil {
-		return nil, nil, 0, readBackError(key, err)
+	if err := readBackRows(ctx, in, key, c, written); err != nil {
+		return nil, nil, 0, err
 	}
 	return c.Footer, blocks, c.FooterBytes + 8, nil
+}
+
+// ReadBackWorkers is how many goroutines decode a written chunk back at most, each the row
+// groups w, w+ReadBackWorkers… of it from a reader of its own (a chunk's reader serves one
+// record reader at a time): digests add up, so the order they are read in does not matter, and
+// the read-back, which runs after the upload, takes a fraction of the time of a plain read.
+// OutputMemory counts a batch per worker.
+var ReadBackWorkers = min(runtime.GOMAXPROCS(0), 4)
+
+// EncodeWorkers is how many goroutines encode the column chunks of an output's row group at once
+// (parquetio.WriterOptions.EncodeWorkers): the encoder is the slowest stage of a rewrite, and a
+// topic of one output chunk would otherwise use one core for it. OutputMemory counts the
+// encoded row group it then holds.
+var EncodeWorkers = min(runtime.GOMAXPROCS(0), 4)
+
+// readBackRows adds the digest of every row of the written chunk c (opened from key) to written,
+// decoded in batches of the plan's limits by up to ReadBackWorkers goroutines.
+func readBackRows(ctx context.Context, in Inputs, key string, c *openedChunk, written *verify.Digest) error {
+	workers := max(min(ReadBackWorkers, c.NumRowGroups()), 1)
+	digests := make([]verify.Digest, workers)
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range workers {
+		panics.Go(g, "read back of "+key, func() error {
+			rc := c
+			if w > 0 {
+				var err error
+				if rc, err = openChunk(gctx, in.Bucket, key, in.Mem); err != nil {
+					return readBackError(key, err)
+				}
+				defer rc.Close()
+			}
+			var rowGroups []int
+			for rg := w; rg < rc.NumRowGroups(); rg += workers {
+				rowGroups = append(rowGroups, rg)
+			}
+			br, err := rc.BatchesWithin(gctx, in.limits(), rowGroups)
+			if err != nil {
+				return readBackError(key, err)
+			}
+			defer br.Release()
+			var h verify.Hasher
+			for rec := br.Next(); rec != nil; rec = br.Next() {
+				h.AddRows(&digests[w], rec, 0, rec.NumRows())
+			}
+			if err := br.Err(); err != nil {
+				return readBackError(key, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, d := range digests {
+		written.Add(d)
+	}
+	return nil
 }
 
 // readBackError is a verification error when the written chunk's content cannot be decoded; a

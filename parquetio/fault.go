@@ -9,9 +9,15 @@ import (
 // changeable says whether changeFirstValue can change values: a fixed-width column of whole
 // bytes whose first value is valid.
 func changeable(values arrow.Array) bool {
-	fw, ok := values.DataType().(arrow.FixedWidthDataType)
-	return ok && fw.BitWidth() >= 8 && fw.BitWidth()%8 == 0 && values.Len() > 0 && values.IsValid(0) &&
+	return changeableType(values.DataType()) && values.Len() > 0 && values.IsValid(0) &&
 		len(values.Data().Buffers()) == 2 && values.Data().Buffers()[1] != nil
+}
+
+// changeableType says whether values of type dt can be changed by changeFirstValue (when the
+// first one is valid): fixed-width values of whole bytes.
+func changeableType(dt arrow.DataType) bool {
+	fw, ok := dt.(arrow.FixedWidthDataType)
+	return ok && fw.BitWidth() >= 8 && fw.BitWidth()%8 == 0
 }
 
 // changeFirstValue returns a copy of values (changeable) whose first value has its lowest bit

@@ -232,3 +232,6 @@ func descend(p *leafPath, col arrow.Array) arrow.Array {
 	}
 	return arr
 }
+
+// leafType is the Arrow type the leaf column's values are read in.
+func (p *leafPath) leafType() arrow.DataType { return p.fields[len(p.fields)-1].Field.Type }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/storeopt/storeopt/internal/arrowtypes"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -186,13 +187,19 @@ func layoutOfRecord(t testing.TB, rec arrow.RecordBatch) *Layout {
 // Writer in data's layout.
 func rewrite(t testing.TB, data []byte, batchRows int64) []byte {
 	t.Helper()
+	return rewriteWith(t, data, batchRows, WriterOptions{})
+}
+
+// rewriteWith is rewrite with writer options opts.
+func rewriteWith(t testing.TB, data []byte, batchRows int64, opts WriterOptions) []byte {
+	t.Helper()
 	c, err := Open(bytes.NewReader(data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, c.Layout(), WriterOptions{})
+	w, err := NewWriter(&buf, c.Layout(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,6 +386,33 @@ func TestWriterDeterministic(t *testing.T) {
 	defer c.Close()
 	if c.NumRowGroups() != 3 {
 		t.Errorf("%d row groups, want 3 of at most 50000 rows", c.NumRowGroups())
+	}
+}
+
+// TestParallelEncodingWritesTheSameBytes proves that encoding a row group's column chunks in
+// parallel goroutines gives the very bytes of encoding them one after the other: whatever a
+// worker's cores, the same rows give the same file.
+func TestParallelEncodingWritesTheSameBytes(t *testing.T) {
+	schema := topicSchema()
+	const n = 120_000
+	for _, splits := range [][]int{{n}, {7, 50_000, 3}} {
+		want := write(t, schema, n, splits, WriterOptions{RowGroupRows: 50_000})
+		for _, workers := range []int{2, 3, 16} {
+			got := write(t, schema, n, splits, WriterOptions{RowGroupRows: 50_000, EncodeWorkers: workers})
+			if !bytes.Equal(got, want) {
+				t.Errorf("splits %v, %d encoders: %d bytes, differing from the %d bytes of one encoder", splits, workers, len(got), len(want))
+			}
+		}
+	}
+	for _, tc := range arrowtypes.Cases() {
+		in, err := arrowtypes.File(tc, 600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := rewriteWith(t, in, 97, WriterOptions{RowGroupRows: 250})
+		if got := rewriteWith(t, in, 97, WriterOptions{RowGroupRows: 250, EncodeWorkers: 2}); !bytes.Equal(got, want) {
+			t.Errorf("%s: parallel encoders wrote %d bytes differing from the %d bytes of one encoder", tc.Name, len(got), len(want))
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,8 +19,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/faults"
+	"github.com/storeopt/storeopt/panics"
 )
 
 // WriterOptions configure a Writer. Zero values take the defaults.
@@ -37,6 +40,13 @@ type WriterOptions struct {
 	Compression compress.Compression
 	// Mem allocates the writer's buffers; nil = Go allocator.
 	Mem memory.Allocator
+	// EncodeWorkers is how many goroutines encode the column chunks of a row group at once. At
+	// most 1: one after the other, straight to the underlying writer. More: each column chunk
+	// is encoded into a buffer of its own (arrow-go's buffered row group) and the buffers are
+	// written in column order once all are done, so the writer also holds the row group's
+	// encoded pages (EncodedRowGroupBytes), and a row group is encoded in a fraction of the time.
+	// The file's bytes are the same either way and whatever the goroutines' timing.
+	EncodeWorkers int
 }
 
 // DataPageBytes is the target size of a data page before compression. Every column writer, and
@@ -91,13 +101,15 @@ func (c *Chunk) Layout() *Layout {
 // statistics, pages are zstd, end after DataPageBytes or DataPageRows rows (pageCutter) and
 // are indexed (a page index between the row groups and the footer).
 type Writer struct {
-	fw      *file.Writer
-	sink    *footerSink
-	layout  *Layout
-	leaves  [][]leafPath // leaf paths of each top-level field
-	ctx     context.Context
-	mem     memory.Allocator
-	shred   shredder
+	fw     *file.Writer
+	sink   *footerSink
+	layout *Layout
+	leaves [][]leafPath // leaf paths of each top-level field
+	mem    memory.Allocator
+	// enc holds the state of each goroutine encoding column chunks (one unless
+	// WriterOptions.EncodeWorkers > 1); columns lists every leaf column in file order.
+	enc     []columnEncoder
+	columns []leafColumn
 	rgRows  int64
 	rgBytes int64               // RowGroupBytes (0: rows only)
 	inGroup int64               // rows held in pending
@@ -108,7 +120,22 @@ type Writer struct {
 	// distinct holds the values of the row group being gathered for each column whose
 	// distinct values a row group must keep within its dictionary's index type.
 	distinct []distinctValues
-	faulty   bool // faults.EncodeChangeValue is to act in the row group being encoded
+	// faultLeaf is the leaf column (index in columns) faults.EncodeChangeValue may act on: the
+	// first one of fixed-width values other than timestamp_ns, or -1.
+	faultLeaf int
+}
+
+// columnEncoder is what one goroutine needs to encode column chunks: pqarrow's write context
+// (its buffers) and a shredder of its own.
+type columnEncoder struct {
+	ctx   context.Context
+	shred shredder
+}
+
+// leafColumn is one leaf column of the file: its top-level field and its path.
+type leafColumn struct {
+	field int
+	path  *leafPath
 }
 
 // NewWriter starts a chunk on w with layout l.
@@ -160,11 +187,25 @@ func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write chunk: %w", err)
 	}
-	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Mem))
 	wr := &Writer{fw: fw, sink: sink, layout: l, rgRows: opts.RowGroupRows, rgBytes: max(opts.RowGroupBytes, 0), mem: opts.Mem,
-		ctx: pqarrow.NewArrowWriteContext(context.Background(), &arrowProps), shred: shredder{mem: opts.Mem}}
+		faultLeaf: -1}
 	for i := range l.manifest.Fields {
 		wr.leaves = append(wr.leaves, leafPaths(&l.manifest.Fields[i]))
+	}
+	tsPath := l.parquet.Column(l.tsLeaf).ColumnPath().String()
+	for i, paths := range wr.leaves {
+		for p := range paths {
+			leaf := len(wr.columns)
+			if wr.faultLeaf < 0 && changeableType(paths[p].leafType()) && l.parquet.Column(leaf).ColumnPath().String() != tsPath {
+				wr.faultLeaf = leaf
+			}
+			wr.columns = append(wr.columns, leafColumn{field: i, path: &paths[p]})
+		}
+	}
+	for range max(min(opts.EncodeWorkers, len(wr.columns)), 1) {
+		arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Mem))
+		wr.enc = append(wr.enc, columnEncoder{ctx: pqarrow.NewArrowWriteContext(context.Background(), &arrowProps),
+			shred: shredder{mem: opts.Mem}})
 	}
 	for i, limit := range l.dictLimits {
 		if limit > 0 {
@@ -218,7 +259,8 @@ func (l *Layout) dictionary(i int, col *schema.Column) bool {
 // row groups every RowGroupRows rows. Rows are held (rec is retained, not copied) until a row
 // group is complete; the row group is then encoded column by column straight to the underlying
 // writer, so the writer holds at most one row group of Arrow data plus the buffers of the one
-// column chunk being encoded, never a row group of encoded pages of every column.
+// column chunk being encoded (and, with WriterOptions.EncodeWorkers > 1, the row group's
+// encoded pages until all its column chunks are done).
 func (w *Writer) Write(rec arrow.RecordBatch) error { return w.WriteSized(rec, 0) }
 
 // WriteSized is Write for a batch of about bytes bytes of data (Arrow bytes, as
@@ -298,43 +340,93 @@ func (w *Writer) flushRowGroup() (err error) {
 	if w.inGroup == 0 {
 		return nil
 	}
+	if len(w.enc) > 1 {
+		err = w.encodeBuffered()
+	} else {
+		err = w.encodeStreamed()
+	}
+	if err == nil {
+		w.groups++
+	}
+	return err
+}
+
+// encodeStreamed encodes the held rows column chunk after column chunk, straight to the
+// underlying writer.
+func (w *Writer) encodeStreamed() error {
 	rgw, err := w.fw.AppendRowGroupChecked()
 	if err != nil {
 		return err
 	}
-	w.faulty = faults.Enabled
-	for i, paths := range w.leaves {
-		for p := range paths {
-			path := &paths[p]
-			cw, err := rgw.NextColumn()
-			if err != nil {
-				return err
-			}
-			pages := newPageCutter(cw)
-			for _, rec := range w.pending {
-				col := rec.Column(i)
-				for off := 0; off < col.Len(); {
-					n := pages.piece(col, off)
-					part := array.NewSlice(col, int64(off), int64(off+n))
-					err := w.writeLeaf(cw, path, part)
-					part.Release()
-					if err != nil {
-						return err
-					}
-					if err := pages.wrote(n); err != nil {
-						return err
-					}
-					off += n
-				}
-			}
+	for leaf := range w.columns {
+		cw, err := rgw.NextColumn()
+		if err != nil {
+			return err
+		}
+		if err := w.encodeColumn(&w.enc[0], cw, leaf); err != nil {
+			return err
 		}
 	}
-	w.groups++
 	return rgw.Close()
 }
 
-func (w *Writer) writeLeaf(cw file.ColumnChunkWriter, path *leafPath, col arrow.Array) error {
-	lv, err := w.shred.shred(w.ctx, path, col)
+// encodeBuffered encodes the held rows' column chunks by len(w.enc) goroutines at once, each
+// taking the next column not yet taken, into buffers that closing the row group writes in column
+// order.
+func (w *Writer) encodeBuffered() error {
+	rgw, err := w.fw.AppendBufferedRowGroupChecked()
+	if err != nil {
+		return err
+	}
+	var next atomic.Int64
+	var g errgroup.Group
+	for k := range w.enc {
+		e := &w.enc[k]
+		panics.Go(&g, "column encoder", func() error {
+			for leaf := int(next.Add(1) - 1); leaf < len(w.columns); leaf = int(next.Add(1) - 1) {
+				cw, err := rgw.Column(leaf)
+				if err != nil {
+					return err
+				}
+				if err := w.encodeColumn(e, cw, leaf); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return rgw.Close()
+}
+
+// encodeColumn encodes the held rows' values of leaf column leaf into cw with e.
+func (w *Writer) encodeColumn(e *columnEncoder, cw file.ColumnChunkWriter, leaf int) error {
+	col := w.columns[leaf]
+	faulty := faults.Enabled && leaf == w.faultLeaf // one chance per row group
+	pages := newPageCutter(cw)
+	for _, rec := range w.pending {
+		values := rec.Column(col.field)
+		for off := 0; off < values.Len(); {
+			n := pages.piece(values, off)
+			part := array.NewSlice(values, int64(off), int64(off+n))
+			err := w.writeLeaf(e, cw, col.path, part, &faulty)
+			part.Release()
+			if err != nil {
+				return err
+			}
+			if err := pages.wrote(n); err != nil {
+				return err
+			}
+			off += n
+		}
+	}
+	return nil
+}
+
+func (w *Writer) writeLeaf(e *columnEncoder, cw file.ColumnChunkWriter, path *leafPath, col arrow.Array, faulty *bool) error {
+	lv, err := e.shred.shred(e.ctx, path, col)
 	if err != nil {
 		return &InputError{Err: err}
 	}
@@ -343,9 +435,8 @@ func (w *Writer) writeLeaf(cw file.ColumnChunkWriter, path *leafPath, col arrow.
 		values.Release()
 		values = fixed
 	}
-	if w.faulty && changeable(values) &&
-		cw.Descr().ColumnPath().String() != w.layout.parquet.Column(w.layout.tsLeaf).ColumnPath().String() {
-		w.faulty = false // one chance per row group
+	if *faulty && changeable(values) {
+		*faulty = false
 		if faults.TriggeredOn(faults.EncodeChangeValue, cw.Descr().ColumnPath().String()) {
 			changed := changeFirstValue(values, w.mem)
 			values.Release()
@@ -353,7 +444,7 @@ func (w *Writer) writeLeaf(cw file.ColumnChunkWriter, path *leafPath, col arrow.
 		}
 	}
 	defer values.Release()
-	if err := pqarrow.WriteArrowToColumn(w.ctx, cw, values, lv.def, lv.rep, lv.nullable); err != nil {
+	if err := pqarrow.WriteArrowToColumn(e.ctx, cw, values, lv.def, lv.rep, lv.nullable); err != nil {
 		err = fmt.Errorf("column %q (Arrow type %s, Parquet %s): %w", path.name, values.DataType(),
 			cw.Descr().PhysicalType(), err)
 		if w.sink.err != nil {
