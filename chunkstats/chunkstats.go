@@ -37,7 +37,7 @@ type Accumulator struct {
 	tsIndex   int
 	rows      int64
 	sizeBits  int64
-	timestamp int64Range
+	timestamp *numberColumn[int64] // the timestamp column's null count and min/max
 	columns   []columnAccumulator
 	maxValue  []int64 // MaxValueBits of each column over the batches added
 	err       error
@@ -56,7 +56,7 @@ func NewAccumulator(schema *arrow.Schema) (*Accumulator, error) {
 	if t := schema.Field(idx[0]).Type; t.ID() != arrow.INT64 {
 		return nil, fmt.Errorf("column %q has type %s, int64 required", TimestampColumn, t)
 	}
-	a := &Accumulator{schema: schema, tsIndex: idx[0]}
+	a := &Accumulator{schema: schema, tsIndex: idx[0], timestamp: newNumber(int64Values, false, toInt64[int64])}
 	for _, f := range schema.Fields() {
 		a.columns = append(a.columns, newColumnAccumulator(f.Type))
 	}
@@ -136,30 +136,4 @@ func MaxRowBytes(columns map[string]catalog.ColumnStats) int64 {
 		sum += c.MaxValueBytes
 	}
 	return sum
-}
-
-// int64Range tracks null count and min/max of the timestamp column.
-type int64Range struct {
-	min, max int64
-	has      bool
-	nulls    int64
-}
-
-func (r *int64Range) add(arr arrow.Array) {
-	r.nulls += int64(arr.NullN())
-	vals, ok := int64Values(arr)
-	if !ok {
-		return
-	}
-	lo, hi, found := scanNumbers(vals, arr, false)
-	if !found {
-		return
-	}
-	if !r.has || lo < r.min {
-		r.min = lo
-	}
-	if !r.has || hi > r.max {
-		r.max = hi
-	}
-	r.has = true
 }

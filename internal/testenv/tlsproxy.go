@@ -34,15 +34,9 @@ type TestCA struct {
 func NewTestCA(t testing.TB, name string) *TestCA {
 	t.Helper()
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
+	tmpl := certTemplate(t, name)
+	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatalf("testenv: create CA %s: %v", name, err)
@@ -62,16 +56,10 @@ func NewTestCA(t testing.TB, name string) *TestCA {
 func (ca *TestCA) Issue(t testing.TB, commonName string) (certPath, keyPath string) {
 	t.Helper()
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: commonName},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:     []string{"localhost"},
-	}
+	tmpl := certTemplate(t, commonName)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	tmpl.IPAddresses, tmpl.DNSNames = []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"localhost"}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatalf("testenv: issue certificate %s: %v", commonName, err)
@@ -82,6 +70,13 @@ func (ca *TestCA) Issue(t testing.TB, commonName string) (certPath, keyPath stri
 	}
 	return writePEM(t, ca.dir, commonName+".pem", "CERTIFICATE", der),
 		writePEM(t, ca.dir, commonName+"-key.pem", "EC PRIVATE KEY", keyDER)
+}
+
+// certTemplate returns the template of a certificate for commonName, valid for a day from an
+// hour ago, with a random serial number.
+func certTemplate(t testing.TB, commonName string) *x509.Certificate {
+	return &x509.Certificate{SerialNumber: serial(t), Subject: pkix.Name{CommonName: commonName},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
 }
 
 func newKey(t testing.TB) *ecdsa.PrivateKey {
