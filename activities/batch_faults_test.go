@@ -4,8 +4,6 @@ package activities_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -92,14 +90,5 @@ func TestRetryableErrorGivesBackOnlyItsTopic(t *testing.T) {
 // allObjects lists every key of the store.
 func allObjects(t *testing.T, b *blob.Bucket) []string {
 	t.Helper()
-	var keys []string
-	it := b.List(nil)
-	for {
-		o, err := it.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			return keys
-		}
-		require.NoError(t, err)
-		keys = append(keys, o.Key)
-	}
+	return listed(t, b, "")
 }

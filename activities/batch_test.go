@@ -60,8 +60,14 @@ func smallTopics(ts []ingest.IngestedTopic) []activities.SmallTopic {
 // objectsUnder lists the keys of the store under prefix.
 func objectsUnder(t *testing.T, b *blob.Bucket, prefix string) []string {
 	t.Helper()
+	return listed(t, b, prefix+"/")
+}
+
+// listed lists the keys of the store that start with prefix ("" = every key).
+func listed(t *testing.T, b *blob.Bucket, prefix string) []string {
+	t.Helper()
 	var keys []string
-	it := b.List(&blob.ListOptions{Prefix: prefix + "/"})
+	it := b.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		o, err := it.Next(context.Background())
 		if errors.Is(err, io.EOF) {

@@ -105,28 +105,41 @@ func encodeChunk(t *testing.T, rec arrow.RecordBatch) ([]byte, chunkstats.Stats)
 // and returns the activities, the topic ID and every row written ("ts label").
 func labelsTopic(t *testing.T, pool int64, chunks, rows, distinct int, interleave, nested bool) (*activities.Activities, int64, []string) {
 	t.Helper()
-	ctx := context.Background()
-	cat := pgtest.NewCatalog(t)
-	b, storeURL := testenv.NewBucket(t)
-	seq, err := cat.CreateSequence(ctx, "dict")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := store.NewPrefix()
-	id, err := cat.CreateTopic(ctx, seq, "dict/labels", prefix, "parquet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WriteAll(ctx, store.MetadataKey(prefix), []byte(`{"topic":"dict/labels"}`+"\n"), nil); err != nil {
-		t.Fatal(err)
-	}
 	var want []string
-	for i := range chunks {
+	a, id := chunkTopic(t, pool, "dict", "dict/labels", chunks, func(i int) ([]byte, chunkstats.Stats) {
 		data, st, rec := labelChunk(t, i, rows, distinct, interleave, nested)
 		if !nested {
 			want = append(want, labelRows(t, rec)...)
 		}
 		rec.Release()
+		return data, st
+	})
+	slices.Sort(want)
+	return a, id, want
+}
+
+// chunkTopic records a finalized topic (sequence seq, topic locator, its metadata.json) of the
+// chunks chunk(0…chunks-1) makes (object bytes and statistics) in a fresh catalog and store,
+// and returns activities over them with a memory pool of pool bytes, and the topic ID.
+func chunkTopic(t *testing.T, pool int64, seq, locator string, chunks int, chunk func(i int) ([]byte, chunkstats.Stats)) (*activities.Activities, int64) {
+	t.Helper()
+	ctx := context.Background()
+	cat := pgtest.NewCatalog(t)
+	b, storeURL := testenv.NewBucket(t)
+	seqID, err := cat.CreateSequence(ctx, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := store.NewPrefix()
+	id, err := cat.CreateTopic(ctx, seqID, locator, prefix, "parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteAll(ctx, store.MetadataKey(prefix), []byte(`{"topic":"`+locator+`"}`+"\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range chunks {
+		data, st := chunk(i)
 		key := store.ChunkKey(prefix, i)
 		if err := b.WriteAll(ctx, key, data, nil); err != nil {
 			t.Fatal(err)
@@ -140,8 +153,7 @@ func labelsTopic(t *testing.T, pool int64, chunks, rows, distinct int, interleav
 	if err := cat.FinalizeTopic(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(want)
-	return &activities.Activities{Catalog: cat, Bucket: b, StoreURL: storeURL, MemoryPool: mempool.New(pool)}, id, want
+	return &activities.Activities{Catalog: cat, Bucket: b, StoreURL: storeURL, MemoryPool: mempool.New(pool)}, id
 }
 
 // labelRows renders every row of rec as "ts label" (label "null" when null).

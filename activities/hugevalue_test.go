@@ -13,13 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/storeopt/storeopt/activities"
-	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/chunkstats"
-	"github.com/storeopt/storeopt/internal/pgtest"
-	"github.com/storeopt/storeopt/internal/testenv"
-	"github.com/storeopt/storeopt/mempool"
 	"github.com/storeopt/storeopt/plan"
-	"github.com/storeopt/storeopt/store"
 )
 
 // noteChunk encodes chunk number chunk of a topic with a nullable string column "note" that is
@@ -102,40 +97,14 @@ func TestLeveledOutputOfAHugeValueIsRewritable(t *testing.T) {
 		t.Run(noteType.String(), func(t *testing.T) {
 			const chunks, rows = 6, 200
 			ctx := context.Background()
-			cat := pgtest.NewCatalog(t)
-			b, storeURL := testenv.NewBucket(t)
-			seq, err := cat.CreateSequence(ctx, "huge")
-			if err != nil {
-				t.Fatal(err)
-			}
-			prefix := store.NewPrefix()
-			id, err := cat.CreateTopic(ctx, seq, "huge/notes", prefix, "parquet")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.WriteAll(ctx, store.MetadataKey(prefix), []byte(`{"topic":"huge/notes"}`+"\n"), nil); err != nil {
-				t.Fatal(err)
-			}
-			for i := range chunks {
+			a, id := chunkTopic(t, 256<<20, "huge", "huge/notes", chunks, func(i int) ([]byte, chunkstats.Stats) {
 				huge := 0
 				if i == chunks/2 {
 					huge = 4 << 20
 				}
-				data, st := noteChunk(t, i, rows, huge, noteType)
-				key := store.ChunkKey(prefix, i)
-				if err := b.WriteAll(ctx, key, data, nil); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := cat.AddChunk(ctx, catalog.Chunk{TopicID: id, Ordinal: i, ObjectKey: key, SizeBytes: int64(len(data)),
-					RowCount: st.RowCount, ArrowSizeBytes: st.ArrowSizeBytes, MinTimestampNs: st.MinTimestampNs,
-					MaxTimestampNs: st.MaxTimestampNs, TimestampNullCount: st.TimestampNullCount, ColumnStats: st.Columns}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := cat.FinalizeTopic(ctx, id); err != nil {
-				t.Fatal(err)
-			}
-			a := &activities.Activities{Catalog: cat, Bucket: b, StoreURL: storeURL, MemoryPool: mempool.New(256 << 20)}
+				return noteChunk(t, i, rows, huge, noteType)
+			})
+			cat, b := a.Catalog, a.Bucket
 
 			runPolicy(t, a, id, "run-leveled", "leveled", nil)
 			l1, err := cat.Chunks(ctx, id)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gocloud.dev/gcerrors"
-
 )
 
 // DeleteReplacedObjectsInput is the input of DeleteReplacedObjects.
