@@ -36,7 +36,9 @@ const (
 // (faults.BatchTopicStart, in builds with fault injection only).
 const ErrTypeBatchFault = "StoreoptInjectedBatchFault"
 
-// SmallTopic is one topic of a batch: its ID and locator.
+// SmallTopic is one topic of a batch: its ID and locator. A batch holds tiny topics
+// (docs/design.md#vocabulary); the types and activities of batches say Small because their
+// activity names (OptimizeSmallTopics, ReleaseSmallTopics) are in recorded histories.
 type SmallTopic struct {
 	TopicID int64
 	Locator string
@@ -99,7 +101,7 @@ func (a *Activities) OptimizeSmallTopics(ctx context.Context, in OptimizeSmallTo
 		if err := faults.Hit(ctx, faults.BatchTopicStart); err != nil {
 			return out, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBatchFault, nil)
 		}
-		r, err := a.optimizeSmallTopic(ctx, in, t)
+		r, err := a.optimizeTinyTopic(ctx, in, t)
 		if err != nil {
 			return out, err
 		}
@@ -108,10 +110,10 @@ func (a *Activities) OptimizeSmallTopics(ctx context.Context, in OptimizeSmallTo
 	return out, nil
 }
 
-// optimizeSmallTopic runs the pipeline of one topic of a batch (RunTopicPipeline, with the
+// optimizeTinyTopic runs the pipeline of one topic of a batch (RunTopicPipeline, with the
 // steps called in-process). It returns an error only for what fails the batch: a catalog error
 // outside the steps, a topic that cannot be given back or released, or a cancellation.
-func (a *Activities) optimizeSmallTopic(ctx context.Context, in OptimizeSmallTopicsInput, t SmallTopic) (SmallTopicResult, error) {
+func (a *Activities) optimizeTinyTopic(ctx context.Context, in OptimizeSmallTopicsInput, t SmallTopic) (SmallTopicResult, error) {
 	p, err := RunTopicPipeline(&batchSteps{a: a, ctx: ctx, in: in, t: t}, BatchSteps, in.Policy)
 	res := SmallTopicResult{TopicID: t.TopicID, Locator: t.Locator, Policy: p.Policy}
 	if err != nil {

@@ -60,7 +60,7 @@ func (r *storeRun) flushBatch(ctx workflow.Context, w *windows) {
 	}
 	r.showProgress(ctx)
 	actx := withSummary(withDataOptions(ctx, r.in.HeartbeatTimeout), "",
-		fmt.Sprintf("optimize %d small topics from %s", len(topics), topics[0].Locator), "")
+		fmt.Sprintf("optimize %d tiny topics from %s", len(topics), topics[0].Locator), "")
 	f := workflow.ExecuteActivity(actx, a.OptimizeSmallTopics, in)
 	w.add(true, f, func(f workflow.Future) {
 		var res activities.OptimizeSmallTopicsResult
@@ -93,7 +93,7 @@ func (r *storeRun) releaseBatch(ctx workflow.Context, w *windows, topics []activ
 	}
 	rctx, _ := workflow.NewDisconnectedContext(ctx)
 	actx := withSummary(withBatchReleaseOptions(rctx), "",
-		fmt.Sprintf("release %d small topics from %s (%s)", len(topics), topics[0].Locator, readablePrefix(in.Reason, 80)), "")
+		fmt.Sprintf("release %d tiny topics from %s (%s)", len(topics), topics[0].Locator, readablePrefix(in.Reason, 80)), "")
 	f := workflow.ExecuteActivity(actx, a.ReleaseSmallTopics, in)
 	w.add(true, f, func(f workflow.Future) {
 		var released activities.ReleaseSmallTopicsResult
@@ -141,17 +141,17 @@ func (r *storeRun) batchDone(ctx workflow.Context, w *windows, topics []activiti
 			}
 			continue
 		default:
-			out, terr := smallTopicOutcome(t)
+			out, terr := batchTopicOutcome(t)
 			r.record(ctx, topic.Locator, out, terr)
 		}
 		r.topicFinished(ctx, topic)
 	}
 }
 
-// smallTopicOutcome turns one topic's result of a batch into what its topic workflow would have
+// batchTopicOutcome turns one topic's result of a batch into what its topic workflow would have
 // returned: the result, or the failure naming the topic, the step and the activity's error
 // (type, message and store fault kept for the run's failure records and store-fault stop).
-func smallTopicOutcome(t activities.SmallTopicResult) (OptimizeTopicResult, error) {
+func batchTopicOutcome(t activities.SmallTopicResult) (OptimizeTopicResult, error) {
 	out := OptimizeTopicResult{Locator: t.Locator, Policy: t.Policy}
 	switch t.Outcome {
 	case activities.OutcomeOptimized:

@@ -64,8 +64,9 @@ type OptimizeTopicResult struct {
 	// AlreadyCommitted is true when the topic had already been switched by this run (a retried
 	// commit): nothing was done twice.
 	AlreadyCommitted bool
-	// Skipped is true when there was nothing to do: the topic was optimized by another run after
-	// this run listed it, or another run that is still open holds its lease.
+	// Skipped is true when the topic was left alone: another run optimized it after this run
+	// listed it (already optimized) or another run that is still open holds its lease (leased).
+	// Not NothingToDo (docs/design.md#vocabulary).
 	Skipped bool
 	// Quarantined is set (and nothing done) when another run's failure quarantined the topic
 	// after this run listed it.

@@ -139,8 +139,10 @@ type TopicFailure struct {
 	Error   string
 }
 
-// StoreOptimizerResult is the outcome of a run. Skipped topics were being optimized by another
-// run. Failures lists the first MaxRecordedFailures failed topics; Failed counts all of them. The
+// StoreOptimizerResult is the outcome of a run, in the words of docs/design.md#vocabulary.
+// Skipped counts the topics left alone because another run optimized them since this run listed
+// them (already optimized) or holds their lease (leased); NothingToDo those the policy selected
+// no chunk of. Failures lists the first MaxRecordedFailures failed topics; Failed counts all of them. The
 // totals sum the OptimizeTopicResults of the optimized topics; bytes are Parquet object sizes.
 // Quarantined counts the topics the run left out because they are quarantined (as of its start,
 // plus those another run quarantined after this run listed them);
