@@ -76,83 +76,177 @@ func (w WindowPages) Bytes() int64 {
 	return n
 }
 
-// WindowPages returns the rows and pages of row group rg that may hold timestamps in [from, to),
-// from the page index (whose bytes, PageIndex(rg), the chunk's reader must serve): the rows from
-// the first to the last timestamp page whose min/max overlap the window (pages of nulls never
-// do). ok is false when the row group has no page index; rows are empty (From == To) when no
-// page overlaps. Ranges closer than gap bytes are joined.
-func (c *Chunk) WindowPages(rg int, from, to, gap int64) (w WindowPages, ok bool, err error) {
+// TimestampPages returns the rows of row group rg whose timestamp pages may hold timestamps in
+// [from, to), from the page index (whose bytes, PageIndex(rg), the chunk's reader must serve):
+// the rows from the first to the last timestamp page whose min/max overlap the window (pages of
+// nulls never do), and the byte ranges of those timestamp pages (and of the column's dictionary
+// page), which WindowPages reads. ok is false when the row group has no page index; rows are
+// empty (From == To) when no page overlaps.
+func (c *Chunk) TimestampPages(rg int, from, to int64) (w WindowPages, ok bool, err error) {
 	defer guard(&err, "read page index")
-	md := c.pf.MetaData()
-	pi := c.PageIndex(rg)
-	if pi.Timestamps == nil || rg < 0 || rg >= md.NumRowGroups() {
-		return WindowPages{}, false, nil
+	ix, ok, err := c.pageIndexOf(rg)
+	if !ok || err != nil {
+		return WindowPages{}, ok, err
 	}
-	buf := make([]byte, pi.Timestamps.Length)
-	if _, err := c.src.ReadAt(buf, pi.Timestamps.Offset); err != nil {
-		return WindowPages{}, false, fmt.Errorf("row group %d: column index of %s: %w", rg, TimestampColumn, err)
-	}
-	ci, ok := metadata.NewColumnIndex(md.Schema.Column(c.TimestampLeaf), buf, nil, nil).(*metadata.TypedColumnIndex[int64])
-	if !ok {
-		return WindowPages{}, false, inputErrorf("row group %d: column index of %s is not of int64", rg, TimestampColumn)
-	}
-	pir, err := c.pf.GetPageIndexReader().RowGroup(rg)
-	if err != nil || pir == nil {
-		return WindowPages{}, false, inputErrorf("row group %d: no page index reader: %v", rg, err)
-	}
-	offsets := func(col int) ([]*metadata.PageLocation, error) {
-		oi, err := pir.GetOffsetIndex(col)
-		if err != nil {
-			return nil, fmt.Errorf("row group %d column %d: offset index: %w", rg, col, err)
-		}
-		if oi == nil || len(oi.GetPageLocations()) == 0 {
-			return nil, inputErrorf("row group %d column %d: empty offset index", rg, col)
-		}
-		return oi.GetPageLocations(), nil
-	}
-	rows := md.RowGroup(rg).NumRows()
-	tsPages, err := offsets(c.TimestampLeaf)
-	if err != nil {
-		return WindowPages{}, false, err
-	}
-	mins, maxs, nonNull := ci.MinValues(), ci.MaxValues(), ci.NonNullPageIndices()
-	if len(mins) != len(nonNull) || len(maxs) != len(nonNull) || len(ci.GetNullPages()) != len(tsPages) {
-		return WindowPages{}, false, inputErrorf("row group %d: column index of %s has %d pages, its offset index %d", rg, TimestampColumn, len(ci.GetNullPages()), len(tsPages))
-	}
-	w.From, w.To = rows, 0
+	mins, maxs, nonNull := ix.ts.MinValues(), ix.ts.MaxValues(), ix.ts.NonNullPageIndices()
+	tsPages := ix.offsets[c.TimestampLeaf]
+	w.From, w.To = ix.rows, 0
 	for k, page := range nonNull {
 		if mins[k] >= to || maxs[k] < from {
 			continue
 		}
 		w.From = min(w.From, tsPages[page].FirstRowIndex)
-		w.To = max(w.To, pageEnd(tsPages, int(page), rows))
+		w.To = max(w.To, pageEnd(tsPages, int(page), ix.rows))
 	}
 	if w.From >= w.To {
 		return WindowPages{}, true, nil
 	}
-	g := md.RowGroup(rg)
-	for col := range g.NumColumns() {
-		pages, err := offsets(col)
-		if err != nil {
-			return WindowPages{}, false, err
-		}
-		// the pages holding rows [From, To): from the last page starting at or before From
-		first := sort.Search(len(pages), func(i int) bool { return pages[i].FirstRowIndex > w.From }) - 1
-		last := sort.Search(len(pages), func(i int) bool { return pages[i].FirstRowIndex >= w.To }) - 1
-		if first < 0 || last < first {
-			return WindowPages{}, false, inputErrorf("row group %d column %d: offset index does not cover rows %d to %d", rg, col, w.From, w.To)
-		}
-		w.Ranges = append(w.Ranges, ByteRange{pages[first].Offset, pages[last].Offset + int64(pages[last].CompressedPageSize) - pages[first].Offset})
-		cc, err := g.ColumnChunk(col)
-		if err != nil {
-			return WindowPages{}, false, inputErrorf("row group %d column %d: %v", rg, col, err)
-		}
-		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < pages[0].Offset {
-			w.Ranges = append(w.Ranges, ByteRange{cc.DictionaryPageOffset(), pages[0].Offset - cc.DictionaryPageOffset()})
+	w.Ranges, err = c.pagesOf(rg, c.TimestampLeaf, tsPages, w.From, w.To)
+	return w, true, err
+}
+
+// WindowPages returns the rows of row group rg that hold timestamps in [from, to) and the byte
+// ranges of the pages of every column that hold them, each column's dictionary page included,
+// sorted and coalesced (ranges closer than gap bytes joined). It narrows TimestampPages' rows to
+// those between the first and the last row of the window by decoding the timestamps of those
+// rows, whose pages (TimestampPages' ranges) the chunk's reader must serve besides the page
+// index: a timestamp page of a wide topic holds many pages of its other columns. ok is false when
+// the row group has no page index; rows are empty when none is in the window.
+func (c *Chunk) WindowPages(ctx context.Context, rg int, from, to, gap int64) (w WindowPages, ok bool, err error) {
+	ts, ok, err := c.TimestampPages(rg, from, to)
+	if !ok || err != nil || ts.From >= ts.To {
+		return WindowPages{}, ok, err
+	}
+	defer guard(&err, "read page index")
+	first, last, err := c.windowRows(ctx, rg, ts.From, ts.To, from, to)
+	if err != nil {
+		return WindowPages{}, false, err
+	}
+	if first > last {
+		return WindowPages{}, true, nil
+	}
+	w.From, w.To = first, last+1
+	ix, _, err := c.pageIndexOf(rg)
+	if err != nil {
+		return WindowPages{}, false, err
+	}
+	for field := range c.fr.Manifest.Fields {
+		start := c.seekRow(rg, field, w.From) // where RowsOf starts reading the field
+		for _, path := range leafPaths(&c.fr.Manifest.Fields[field]) {
+			leaf := path.fields[len(path.fields)-1].ColIndex
+			ranges, err := c.pagesOf(rg, leaf, ix.offsets[leaf], start, w.To)
+			if err != nil {
+				return WindowPages{}, false, err
+			}
+			w.Ranges = append(w.Ranges, ranges...)
 		}
 	}
 	w.Ranges = Coalesce(w.Ranges, gap)
 	return w, true, nil
+}
+
+// windowRows returns the first and last of rows [lo, hi) of row group rg whose timestamp is in
+// [from, to) (first > last when none is), decoding the timestamps of those rows only.
+func (c *Chunk) windowRows(ctx context.Context, rg int, lo, hi, from, to int64) (first, last int64, err error) {
+	var before int64
+	for i := range rg {
+		before += c.RowGroupRows(i)
+	}
+	col, err := c.fr.GetColumn(ctx, c.TimestampField)
+	if err != nil {
+		return 0, 0, &InputError{Err: fmt.Errorf("read %s: %w", TimestampColumn, err)}
+	}
+	defer col.Release()
+	if err := col.SeekToRow(before + lo); err != nil {
+		return 0, 0, &InputError{Err: fmt.Errorf("read %s: seek to row %d: %w", TimestampColumn, before+lo, err)}
+	}
+	a, err := readColumn(col, hi-lo, c.mem)
+	if err != nil {
+		return 0, 0, &InputError{Err: fmt.Errorf("read %s: %w", TimestampColumn, err)}
+	}
+	defer a.Release()
+	ts, ok := a.(*array.Int64)
+	if !ok {
+		return 0, 0, inputErrorf("read %s: %s values", TimestampColumn, a.DataType())
+	}
+	first, last = hi, lo-1
+	for i := range ts.Len() {
+		if ts.IsValid(i) && ts.Value(i) >= from && ts.Value(i) < to {
+			first, last = min(first, lo+int64(i)), lo+int64(i)
+		}
+	}
+	return first, last, nil
+}
+
+// rowGroupIndex is the page index of one row group as WindowPages reads it.
+type rowGroupIndex struct {
+	rows    int64
+	ts      *metadata.TypedColumnIndex[int64]
+	offsets [][]*metadata.PageLocation // by leaf column
+}
+
+// pageIndexOf decodes the page index of row group rg (ok false when it has none).
+func (c *Chunk) pageIndexOf(rg int) (ix rowGroupIndex, ok bool, err error) {
+	md := c.pf.MetaData()
+	pi := c.PageIndex(rg)
+	if rg < 0 || rg >= md.NumRowGroups() || pi.Timestamps == nil {
+		return ix, false, nil
+	}
+	if c.indexes == nil {
+		c.indexes = map[int]rowGroupIndex{}
+	}
+	if ix, ok := c.indexes[rg]; ok {
+		return ix, true, nil
+	}
+	buf := make([]byte, pi.Timestamps.Length)
+	if _, err := c.src.ReadAt(buf, pi.Timestamps.Offset); err != nil {
+		return ix, false, fmt.Errorf("row group %d: column index of %s: %w", rg, TimestampColumn, err)
+	}
+	ts, ok := metadata.NewColumnIndex(md.Schema.Column(c.TimestampLeaf), buf, nil, nil).(*metadata.TypedColumnIndex[int64])
+	if !ok {
+		return ix, false, inputErrorf("row group %d: column index of %s is not of int64", rg, TimestampColumn)
+	}
+	pir, err := c.pf.GetPageIndexReader().RowGroup(rg)
+	if err != nil || pir == nil {
+		return ix, false, inputErrorf("row group %d: no page index reader: %v", rg, err)
+	}
+	ix = rowGroupIndex{rows: md.RowGroup(rg).NumRows(), ts: ts}
+	for col := range md.RowGroup(rg).NumColumns() {
+		oi, err := pir.GetOffsetIndex(col)
+		if err != nil {
+			return ix, false, fmt.Errorf("row group %d column %d: offset index: %w", rg, col, err)
+		}
+		if oi == nil || len(oi.GetPageLocations()) == 0 {
+			return ix, false, inputErrorf("row group %d column %d: empty offset index", rg, col)
+		}
+		ix.offsets = append(ix.offsets, oi.GetPageLocations())
+	}
+	mins, maxs, nonNull := ts.MinValues(), ts.MaxValues(), ts.NonNullPageIndices()
+	if len(mins) != len(nonNull) || len(maxs) != len(nonNull) || len(ts.GetNullPages()) != len(ix.offsets[c.TimestampLeaf]) {
+		return ix, false, inputErrorf("row group %d: column index of %s has %d pages, its offset index %d", rg, TimestampColumn,
+			len(ts.GetNullPages()), len(ix.offsets[c.TimestampLeaf]))
+	}
+	c.indexes[rg] = ix
+	return ix, true, nil
+}
+
+// pagesOf returns the byte ranges of the pages of leaf column col of row group rg that hold rows
+// [from, to), and of its dictionary page.
+func (c *Chunk) pagesOf(rg, col int, pages []*metadata.PageLocation, from, to int64) ([]ByteRange, error) {
+	first := sort.Search(len(pages), func(i int) bool { return pages[i].FirstRowIndex > from }) - 1
+	last := sort.Search(len(pages), func(i int) bool { return pages[i].FirstRowIndex >= to }) - 1
+	if first < 0 || last < first {
+		return nil, inputErrorf("row group %d column %d: offset index does not cover rows %d to %d", rg, col, from, to)
+	}
+	out := []ByteRange{{pages[first].Offset, pages[last].Offset + int64(pages[last].CompressedPageSize) - pages[first].Offset}}
+	cc, err := c.pf.MetaData().RowGroup(rg).ColumnChunk(col)
+	if err != nil {
+		return nil, inputErrorf("row group %d column %d: %v", rg, col, err)
+	}
+	if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < pages[0].Offset {
+		out = append(out, ByteRange{cc.DictionaryPageOffset(), pages[0].Offset - cc.DictionaryPageOffset()})
+	}
+	return out, nil
 }
 
 // pageEnd returns the row after page i of a column chunk of rows rows.
@@ -200,12 +294,53 @@ func (c *Chunk) RowsOf(ctx context.Context, lim Limits, rg int, from, to int64) 
 			return nil, &InputError{Err: fmt.Errorf("read rows: column %q: %w", c.Schema.Field(i).Name, err)}
 		}
 		br.cols = append(br.cols, col)
-		if err := col.SeekToRow(before + from); err != nil {
+		start := c.seekRow(rg, i, from)
+		if err := col.SeekToRow(before + start); err != nil {
 			br.Release()
-			return nil, &InputError{Err: fmt.Errorf("read rows: column %q: seek to row %d: %w", c.Schema.Field(i).Name, before+from, err)}
+			return nil, &InputError{Err: fmt.Errorf("read rows: column %q: seek to row %d: %w", c.Schema.Field(i).Name, before+start, err)}
+		}
+		for start < from { // rows read and dropped, from a page start (seekRow)
+			a, err := readColumn(col, min(from-start, br.batch), c.mem)
+			if err != nil {
+				br.Release()
+				return nil, &InputError{Err: fmt.Errorf("read rows: column %q: %w", c.Schema.Field(i).Name, err)}
+			}
+			start += int64(a.Len())
+			a.Release()
 		}
 	}
 	return br, nil
+}
+
+// seekRow returns the row of row group rg to seek field i to for reading from row from: from
+// itself, or for a field with repeated leaves (lists, maps) the last row at or before it where a
+// page of every leaf of the field starts. arrow-go v18.8.0 decodes a list read from the middle of
+// a page past that page's end into an invalid array: such a field is read from a page start and
+// the rows before from are dropped.
+func (c *Chunk) seekRow(rg, field int, from int64) int64 {
+	var leaves []int
+	repeated := false
+	for _, path := range leafPaths(&c.fr.Manifest.Fields[field]) {
+		leaf := path.fields[len(path.fields)-1].ColIndex
+		leaves = append(leaves, leaf)
+		repeated = repeated || c.pf.MetaData().Schema.Column(leaf).MaxRepetitionLevel() > 0
+	}
+	ix, ok, err := c.pageIndexOf(rg)
+	if !repeated || !ok || err != nil {
+		return from
+	}
+	for row := from; ; {
+		next := row
+		for _, leaf := range leaves {
+			pages := ix.offsets[leaf]
+			k := sort.Search(len(pages), func(i int) bool { return pages[i].FirstRowIndex > row }) - 1
+			next = min(next, pages[max(k, 0)].FirstRowIndex)
+		}
+		if next == row {
+			return row
+		}
+		row = next
+	}
 }
 
 // nextOfColumns reads the next batch of a reader made by RowsOf.

@@ -125,28 +125,36 @@ func TestWindowPagesReadOnlyTheirPages(t *testing.T) {
 		var fetched int64
 		var first int64
 		for rg := range c.NumRowGroups() {
-			wp, ok, err := c.WindowPages(rg, w[0], w[1], 0)
+			// The reader serves the footer and the page index, then the timestamp pages, then
+			// the pages WindowPages names, and nothing else.
+			tail := int64(len(data)) - 8 - int64(c.FooterBytes)
+			pi := c.PageIndex(rg)
+			sparse := &sparseObject{data: data, ranges: []ByteRange{*pi.Timestamps, *pi.Offsets, {tail, int64(len(data)) - tail}}}
+			sc, err := Open(sparse, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts, ok, err := sc.TimestampPages(rg, w[0], w[1])
+			if err != nil || !ok {
+				t.Fatalf("window %v row group %d: %v %v", w, rg, ok, err)
+			}
+			sparse.ranges = append(sparse.ranges, ts.Ranges...)
+			wp, ok, err := sc.WindowPages(ctx, rg, w[0], w[1], 0)
 			if err != nil || !ok {
 				t.Fatalf("window %v row group %d: %v %v", w, rg, ok, err)
 			}
 			if wp.From < wp.To {
-				tail := int64(len(data)) - 8 - int64(c.FooterBytes)
-				pi := c.PageIndex(rg)
-				sparse := &sparseObject{data: data, ranges: append(slices.Clone(wp.Ranges), *pi.Timestamps, *pi.Offsets, ByteRange{tail, int64(len(data)) - tail})}
-				sc, err := Open(sparse, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				sparse.ranges = append(sparse.ranges, wp.Ranges...)
 				br, err := sc.RowsOf(ctx, Limits{Rows: 700}, rg, wp.From, wp.To)
 				if err != nil {
 					t.Fatal(err)
 				}
 				got = append(got, rowTexts(t, br)...)
 				br.Release()
-				sc.Close()
-				fetched += wp.Bytes()
+				fetched += wp.Bytes() + ts.Bytes()
 				want = append(want, all[first+wp.From:first+wp.To]...)
 			}
+			sc.Close()
 			// every row of the window lies in the rows read
 			for i := first; i < first+c.RowGroupRows(rg); i++ {
 				if ts, ok := timestampOf(i); ok && ts >= w[0] && ts < w[1] && (i < first+wp.From || i >= first+wp.To) {

@@ -173,6 +173,8 @@ type Chunk struct {
 	// row group: the field is stored as a dictionary with a narrow index type and read in its
 	// value type (denseDictionaries).
 	dictLimits []int
+	// indexes caches the page indexes WindowPages decoded, by row group.
+	indexes map[int]rowGroupIndex
 }
 
 // unmappableColumn names the first top-level column arrow-go cannot map to Arrow on its own

@@ -43,7 +43,7 @@ type Stats struct {
 	BytesFetched int64
 	// Requests counts the range reads.
 	Requests int
-	Elapsed      time.Duration
+	Elapsed  time.Duration
 }
 
 // footerGuess is how many bytes at the end of an object are fetched to find its footer in one
@@ -201,12 +201,28 @@ func (r *reader) addChunk(ctx context.Context, pos int, c catalog.Chunk, from, t
 	if err := rs.fetchAll(parquetio.Coalesce(indexes, pageGap)); err != nil {
 		return err
 	}
+	// The timestamp pages of the candidates that have a page index, fetched together: they
+	// narrow the rows to read to those of the window.
+	var tsPages []parquetio.ByteRange
+	for _, cand := range candidates {
+		ts, paged, err := pc.TimestampPages(cand.rg, from, to)
+		if err != nil {
+			return err
+		}
+		if paged {
+			tsPages = append(tsPages, ts.Ranges...)
+			rs.strict = true
+		}
+	}
+	if err := rs.fetchAll(parquetio.Coalesce(tsPages, pageGap)); err != nil {
+		return err
+	}
 	added := false
 	for _, cand := range candidates {
 		fb := blocks[cand.rg]
 		blk := block{chunk: oc, rowGroup: cand.rg, firstRow: cand.firstRow,
 			ranges: []parquetio.ByteRange{{Offset: fb.Offset, Length: fb.Length}}}
-		wp, paged, err := pc.WindowPages(cand.rg, from, to, pageGap)
+		wp, paged, err := pc.WindowPages(ctx, cand.rg, from, to, pageGap)
 		if err != nil {
 			return err
 		}
@@ -216,7 +232,6 @@ func (r *reader) addChunk(ctx context.Context, pos int, c catalog.Chunk, from, t
 			}
 			blk.ranges, blk.rowsFrom, blk.rowsTo = wp.Ranges, wp.From, wp.To
 			blk.firstRow += wp.From
-			rs.strict = true
 		}
 		blk.first = plan.Key{Ts: cand.lo, Input: len(r.blocks), Row: blk.firstRow}
 		r.blocks = append(r.blocks, blk)

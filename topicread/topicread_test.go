@@ -2,10 +2,8 @@ package topicread_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"gocloud.dev/blob"
 
 	"github.com/storeopt/storeopt/activities"
@@ -13,22 +11,21 @@ import (
 	"github.com/storeopt/storeopt/internal/pgtest"
 	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/internal/testrows"
-	"github.com/storeopt/storeopt/topicread"
 )
 
 // ingested reads every ingested chunk of the topic (their objects stay in the store after
 // compactions) and returns every row.
 func ingested(t *testing.T, b *blob.Bucket, prefix string, chunks int) []testrows.Row {
 	t.Helper()
-	var out []testrows.Row
-	for o := range chunks {
-		rows, err := testrows.Read(context.Background(), b, ingest.ChunkKey(prefix, o), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, rows...)
+	keys := make([]string, chunks)
+	for o := range keys {
+		keys[o] = ingest.ChunkKey(prefix, o)
 	}
-	return out
+	rows, err := testrows.ReadAll(context.Background(), b, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 // compact runs one compaction of policy through the activities (no Temporal: WithRun stands for
@@ -83,30 +80,12 @@ func TestWindowsAreTheRowsOfOneFullRewrite(t *testing.T) {
 	check := func(step string, chunks int) {
 		t.Helper()
 		rows := ingested(t, b, tp.Prefix, chunks)
-		var lo, hi int64 = 1 << 62, -1 << 62
-		for _, r := range rows {
-			if !r.Null {
-				lo, hi = min(lo, r.Ts), max(hi, r.Ts)
-			}
-		}
+		lo, hi := testrows.Span(rows)
 		span := hi - lo
 		for _, w := range [][2]int64{{lo, hi + 1}, {lo, lo + span/10}, {lo + span/3, lo + span/3 + span/20}, {hi - span/7, hi}, {hi + 1, hi + 100}} {
-			var got []string
-			st, err := topicread.Window(ctx, cat, b, tp.Locator, w[0], w[1], nil, func(rec arrow.RecordBatch) error {
-				for i := range int(rec.NumRows()) {
-					got = append(got, testrows.Text(rec, i))
-				}
-				return nil
-			})
+			st, err := testrows.CheckWindow(ctx, cat, b, tp.Locator, rows, w[0], w[1])
 			if err != nil {
-				t.Fatalf("%s: window %v: %v", step, w, err)
-			}
-			want := testrows.Window(rows, w[0], w[1])
-			if !slices.Equal(got, want) {
-				t.Fatalf("%s: window [%d, %d): %d rows, want %d (first difference at %d)", step, w[0], w[1], len(got), len(want), testrows.FirstDifference(got, want))
-			}
-			if st.Rows != int64(len(want)) {
-				t.Fatalf("%s: stats say %d rows, %d read", step, st.Rows, len(want))
+				t.Fatalf("%s: %v", step, err)
 			}
 			t.Logf("%s: window [%d, %d): %d rows, %d chunks, %d blocks, %d bytes fetched", step, w[0], w[1], st.Rows, st.Chunks, st.Blocks, st.BytesFetched)
 		}
