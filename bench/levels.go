@@ -56,15 +56,7 @@ type liveReport struct {
 
 // levelsBench runs the levels bench on every dataset of cfg and prints its tables.
 func levelsBench(ctx context.Context, cfg config, batch int) error {
-	srv := &server{adminURL: cfg.pgURL}
-	if !cfg.keepDatabases {
-		defer srv.dropAll(context.WithoutCancel(ctx))
-	}
-	for _, shape := range cfg.shapes {
-		d, err := prepareDataset(ctx, cfg, srv, shape)
-		if err != nil {
-			return err
-		}
+	return forEachDataset(ctx, cfg, func(srv *server, d *dataset) error {
 		windows, err := windowReads(ctx, cfg, srv, d)
 		if err != nil {
 			return fmt.Errorf("dataset %s: window reads: %w", d.Name, err)
@@ -74,12 +66,28 @@ func levelsBench(ctx context.Context, cfg config, batch int) error {
 			return fmt.Errorf("dataset %s: live cost: %w", d.Name, err)
 		}
 		if cfg.jsonOut {
-			if err := json.NewEncoder(os.Stdout).Encode(map[string]any{"dataset": d.Name, "windows": windows, "live": live}); err != nil {
-				return err
-			}
-			continue
+			return json.NewEncoder(os.Stdout).Encode(map[string]any{"dataset": d.Name, "windows": windows, "live": live})
 		}
 		printLevels(os.Stdout, d, windows, live)
+		return nil
+	})
+}
+
+// forEachDataset prepares every dataset of cfg in turn and calls fn with it; the bench databases
+// are dropped at the end (unless -keep-databases).
+func forEachDataset(ctx context.Context, cfg config, fn func(srv *server, d *dataset) error) error {
+	srv := &server{adminURL: cfg.pgURL}
+	if !cfg.keepDatabases {
+		defer srv.dropAll(context.WithoutCancel(ctx))
+	}
+	for _, shape := range cfg.shapes {
+		d, err := prepareDataset(ctx, cfg, srv, shape)
+		if err != nil {
+			return err
+		}
+		if err := fn(srv, d); err != nil {
+			return err
+		}
 	}
 	return nil
 }

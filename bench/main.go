@@ -59,7 +59,7 @@ type config struct {
 func main() {
 	var cfg config
 	var shape, jobs, job, jobSpec, jobResult string
-	var levels bool
+	var levels, readers bool
 	var levelsBatch int
 	var tp throughputConfig
 	flag.StringVar(&shape, "shape", "all", "dataset shape: imu (narrow IMU rows), image (binary payload rows), skew (small rows and a few huge ones; not in all) or all")
@@ -86,6 +86,7 @@ func main() {
 	flag.StringVar(&cfg.temporalAddress, "temporal-address", "127.0.0.1:7233", "Temporal frontend of the worker job (scripts/dev-server.sh starts one)")
 	flag.BoolVar(&cfg.keepDatabases, "keep-databases", false, "do not drop the bench databases at the end (debugging)")
 	flag.BoolVar(&levels, "levels", false, "run the levels bench instead of the jobs: a 1-second window read (starter read) before optimization and after tiered, leveled and full compactions, and the CPU cost of keeping a live topic compact under auto")
+	flag.BoolVar(&readers, "readers", false, "run the readers bench instead of the jobs: a 1-second and a 1-minute window and a scan, read by topicread (starter read) and by DuckDB, on the ingested chunks, on storeopt's output (written with -memory-pool) and on DuckDB's sorted output; bytes fetched and seconds")
 	flag.IntVar(&levelsBatch, "levels-batch", 100, "with -levels: chunks appended to the live topic between two auto compactions")
 	flag.IntVar(&tp.topics, "throughput", 0, "run the throughput bench instead of the jobs: this many one-chunk topics optimized by one run of the worker binary (needs -temporal-address), topics per second")
 	flag.IntVar(&tp.rowsPerChunk, "throughput-rows", 100, "with -throughput: rows of each one-chunk topic")
@@ -116,6 +117,13 @@ func main() {
 	defer stop()
 	if tp.topics > 0 {
 		if err := throughputBench(ctx, cfg, tp); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if readers {
+		if err := readersBench(ctx, cfg); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}

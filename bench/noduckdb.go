@@ -13,3 +13,11 @@ const hasDuckDB = false
 func duckdbJob(context.Context, jobSpec) (jobResult, error) {
 	return jobResult{}, errors.New("this bench binary was built without DuckDB (tag noduckdb)")
 }
+
+func duckdbSort(context.Context, []string, string) (rows, lo, hi int64, err error) {
+	return 0, 0, 0, errors.New("this bench binary was built without DuckDB (tag noduckdb)")
+}
+
+func duckdbWindow(context.Context, []string, int64, int64) (int64, error) {
+	return 0, errors.New("this bench binary was built without DuckDB (tag noduckdb)")
+}

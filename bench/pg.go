@@ -161,6 +161,11 @@ func restoreCatalog(ctx context.Context, databaseURL, dir string, tables []snaps
 		return fmt.Errorf("restore catalog: %w", err)
 	}
 	for _, t := range tables {
+		// A migration may have seeded the table (compaction_debt_settings' one row): the
+		// snapshot's rows replace what it holds.
+		if _, err := conn.Exec(ctx, "DELETE FROM "+pgx.Identifier{t.Name}.Sanitize()); err != nil {
+			return fmt.Errorf("restore catalog: table %s: %w", t.Name, err)
+		}
 		if err := copyIn(ctx, conn, t, filepath.Join(dir, t.Name+".copy")); err != nil {
 			return fmt.Errorf("restore catalog: table %s: %w (the catalog schema may have changed since the dataset was generated: rerun with -regen)", t.Name, err)
 		}

@@ -19,6 +19,15 @@ func median(runs []measurement, f func(measurement) float64) float64 {
 	for i, m := range runs {
 		v[i] = f(m)
 	}
+	return medianOf(v)
+}
+
+// medianOf returns the median of v (the mean of the two middle values for an even count),
+// sorting v; 0 for none.
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
 	sort.Float64s(v)
 	n := len(v)
 	if n%2 == 1 {

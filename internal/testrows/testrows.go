@@ -7,6 +7,7 @@ package testrows
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -15,6 +16,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"gocloud.dev/blob"
+
+	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/topicread"
 )
 
 // Row is one ingested row with what orders it.
@@ -106,4 +110,53 @@ func FirstDifference(a, b []string) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// ReadAll returns the rows of the chunks at keys, keys[i] ingested as ordinal i (the objects of
+// ingested chunks stay in the store after compactions, so they are the brute-force truth).
+func ReadAll(ctx context.Context, b *blob.Bucket, keys []string) ([]Row, error) {
+	var out []Row
+	for o, key := range keys {
+		rows, err := Read(ctx, b, key, o)
+		if err != nil {
+			return nil, fmt.Errorf("chunk %s: %w", key, err)
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// Span returns the smallest and largest non-null timestamp of rows.
+func Span(rows []Row) (lo, hi int64) {
+	lo, hi = 1<<63-1, -1<<63
+	for _, r := range rows {
+		if !r.Null {
+			lo, hi = min(lo, r.Ts), max(hi, r.Ts)
+		}
+	}
+	return lo, hi
+}
+
+// CheckWindow reads the window [from, to) of the topic with topicread.Window (what starter read
+// runs) and compares its rows, in order, with the brute-force Window of rows; it returns what the
+// read fetched, or an error naming the first difference.
+func CheckWindow(ctx context.Context, cat *catalog.Catalog, b *blob.Bucket, locator string, rows []Row, from, to int64) (topicread.Stats, error) {
+	var got []string
+	st, err := topicread.Window(ctx, cat, b, locator, from, to, nil, func(rec arrow.RecordBatch) error {
+		for i := range int(rec.NumRows()) {
+			got = append(got, Text(rec, i))
+		}
+		return nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("window [%d, %d): %w", from, to, err)
+	}
+	want := Window(rows, from, to)
+	if !slices.Equal(got, want) {
+		return st, fmt.Errorf("window [%d, %d): %d rows, want %d (first difference at %d)", from, to, len(got), len(want), FirstDifference(got, want))
+	}
+	if st.Rows != int64(len(want)) {
+		return st, fmt.Errorf("window [%d, %d): stats say %d rows, %d read", from, to, st.Rows, len(want))
+	}
+	return st, nil
 }
