@@ -25,6 +25,10 @@ func TestZstdPagesUseSmallWindow(t *testing.T) {
 	}
 	copy(src[2<<20:], src[:1<<20])
 	enc := codec.EncodeLevel(nil, src, compress.DefaultCompressionLevel)
+	// The frame header's descriptor (after the 4-byte magic) has no content checksum flag.
+	if len(enc) < 5 || enc[4]&0x04 != 0 {
+		t.Fatalf("frame descriptor %#x declares a content checksum", enc[4])
+	}
 	// A decoder that refuses windows above 1 MiB proves the frame's window.
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxWindow(zstdWindowBytes))
 	if err != nil {
