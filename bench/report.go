@@ -57,9 +57,11 @@ func ratiosOf(d *dataset, reports []jobReport) ratioReport {
 	if dk, ok := by[jobDuckDB]; ok {
 		rr.SecondsStoreoptOverDuckDB = ratio(so.Seconds, dk.Seconds)
 		rr.PeakRSSStoreoptOverDuckDB = ratio(float64(so.PeakRSSBytes), float64(dk.PeakRSSBytes))
+		rr.CPUStoreoptOverDuckDB = ratio(so.CPUSeconds, dk.CPUSeconds)
 	}
 	if rd, ok := by[jobRead]; ok {
 		rr.SecondsStoreoptOverRead = ratio(so.Seconds, rd.Seconds)
+		rr.CPUStoreoptOverRead = ratio(so.CPUSeconds, rd.CPUSeconds)
 	}
 	return rr
 }
@@ -100,7 +102,7 @@ func ratioCell(x *float64) string {
 // printTable prints the job table (medians), the problems found and the ratios per dataset.
 func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "job\tshape\tinput MB\toutput MB\trows\tseconds\tcpu s\tpeak RSS MiB\tout chunks\tsorted\tmetadata\t")
+	fmt.Fprintln(tw, "job\tshape\tinput MB\toutput MB\trows\tseconds\tcpu s\tcpu s/GB\tpeak RSS MiB\tout chunks\tsorted\tmetadata\t")
 	for _, r := range reports {
 		rows := fmt.Sprint(r.Rows)
 		if !r.RowsMatch {
@@ -110,8 +112,12 @@ func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int
 		if r.Job != jobRead {
 			outMB, outChunks = fmt.Sprintf("%.1f", float64(r.OutputBytes)/1e6), fmt.Sprint(r.OutputChunks)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.2f\t%.2f\t%.0f\t%s\t%s\t%s\t\n", r.Job, r.Shape,
-			float64(r.InputBytes)/1e6, outMB, rows, r.Seconds, r.CPUSeconds, float64(r.PeakRSSBytes)/(1<<20),
+		perGB := "-"
+		if r.InputArrowBytes > 0 {
+			perGB = fmt.Sprintf("%.2f", r.CPUSeconds/(float64(r.InputArrowBytes)/1e9))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.2f\t%.2f\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Job, r.Shape,
+			float64(r.InputBytes)/1e6, outMB, rows, r.Seconds, r.CPUSeconds, perGB, float64(r.PeakRSSBytes)/(1<<20),
 			outChunks, boolCell(r.Sorted), boolCell(r.MetadataPreserved))
 	}
 	tw.Flush()
@@ -138,8 +144,9 @@ func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int
 	}
 	fmt.Fprintln(w)
 	for _, rr := range ratios {
-		fmt.Fprintf(w, "%s (%s): storeopt/duckdb seconds %s, peak RSS %s; storeopt/read seconds %s\n", rr.Shape, rr.Dataset,
-			ratioCell(rr.SecondsStoreoptOverDuckDB), ratioCell(rr.PeakRSSStoreoptOverDuckDB), ratioCell(rr.SecondsStoreoptOverRead))
+		fmt.Fprintf(w, "%s (%s): storeopt/duckdb seconds %s, cpu s %s, peak RSS %s; storeopt/read seconds %s, cpu s %s\n", rr.Shape, rr.Dataset,
+			ratioCell(rr.SecondsStoreoptOverDuckDB), ratioCell(rr.CPUStoreoptOverDuckDB), ratioCell(rr.PeakRSSStoreoptOverDuckDB),
+			ratioCell(rr.SecondsStoreoptOverRead), ratioCell(rr.CPUStoreoptOverRead))
 	}
 	if pool > 0 {
 		for _, r := range reports {

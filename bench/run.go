@@ -61,6 +61,8 @@ type ratioReport struct {
 	SecondsStoreoptOverDuckDB *float64 `json:"seconds_storeopt_over_duckdb"`
 	PeakRSSStoreoptOverDuckDB *float64 `json:"peak_rss_storeopt_over_duckdb"`
 	SecondsStoreoptOverRead   *float64 `json:"seconds_storeopt_over_read"`
+	CPUStoreoptOverRead       *float64 `json:"cpu_storeopt_over_read"`
+	CPUStoreoptOverDuckDB     *float64 `json:"cpu_storeopt_over_duckdb"`
 }
 
 // run is the parent: prepare each dataset, run each job -runs times in child processes, check
