@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/storeopt/storeopt/app"
-	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/workflows"
 )
@@ -26,14 +25,9 @@ func TestDryRunChangesNothing(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	for _, seq := range []string{"dry_history", "dry_planned"} {
-		opts, err := ingest.Preset("test", 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		opts := testPreset(t)
 		opts.Sequence = seq
-		if _, err := ingest.Ingest(ctx, e.cat, e.b, opts); err != nil {
-			t.Fatal(err)
-		}
+		e.ingest(t, opts)
 	}
 	testenv.StartWorker(t, e.srv.Client, e.cfg)
 	const maxChunk = "32768"

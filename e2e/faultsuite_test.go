@@ -194,7 +194,6 @@ func TestFaultSuite(t *testing.T) {
 
 // runFaultScenario runs scenario i and checks everything; it returns a note on what happened.
 func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScenario) string {
-	ctx := context.Background()
 	e := newIsolatedEnv(t, srv, fmt.Sprintf("fault-suite-%02d", i))
 	if sc.batch {
 		return runBatchFaultScenario(t, e, i, sc)
@@ -202,10 +201,7 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 	if sc.policy != "" {
 		return runPolicyFaultScenario(t, e, i, sc)
 	}
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
 	opts.Sequence = fmt.Sprintf("fault_%02d", i)
 	// The IMU topic is optimized. Release runs only for a failing topic, so scenarios at points
 	// of Release get a second IMU topic whose last chunk has a corrupt data page: it fails in
@@ -217,10 +213,7 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 		bad.Path += "_bad"
 		opts.Topics = append(opts.Topics, bad)
 	}
-	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ingested := e.ingest(t, opts)
 	good := e.snapshot(t, ingested[0].TopicID)
 	var bad *corruptTopic
 	if len(ingested) > 1 {
@@ -371,16 +364,10 @@ func (e *env) topicResult(t *testing.T, locator string) workflows.OptimizeTopicR
 // recorded and the queue is empty.
 func runPolicyFaultScenario(t *testing.T, e *env, i int, sc faultScenario) string {
 	ctx := context.Background()
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
 	opts.Sequence, opts.NoFinalize = fmt.Sprintf("fault_%02d", i), true
 	opts.Topics = opts.Topics[:1]
-	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ingested := e.ingest(t, opts)
 	id := ingested[0].TopicID
 	records := 0
 	if sc.policy == "leveled" {

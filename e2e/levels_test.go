@@ -30,10 +30,7 @@ type liveTopics struct {
 // leaves them live (not finalized).
 func (e *env) liveSequence(t *testing.T, sequence string, nChunks int) liveTopics {
 	t.Helper()
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
 	opts.Sequence, opts.NoFinalize = sequence, true
 	for i := range opts.Topics {
 		opts.Topics[i].Chunks = nChunks
@@ -289,16 +286,10 @@ func (e *env) checkUntouchedTopics(t *testing.T, records []topicRecord) {
 func TestLeveledReadsOnlyTheOverlappingRun(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
 	opts.Sequence, opts.NoFinalize = "cost", true
 	opts.Topics = []ingest.TopicSpec{{Path: "sensors/imu", Kind: ingest.IMU, Chunks: 100, RowsPerChunk: 200}}
-	topics, err := ingest.Ingest(ctx, e.cat, e.b, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topics := e.ingest(t, opts)
 	live := liveTopics{opts: opts, topics: topics}
 	id := topics[0].TopicID
 	testenv.StartWorker(t, e.srv.Client, e.cfg)

@@ -15,7 +15,6 @@ import (
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/deploy/grafana"
-	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/metrics"
 	"github.com/storeopt/storeopt/metrics/metricstest"
@@ -34,14 +33,8 @@ import (
 func TestMetricsAfterAPass(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
+	ingested := e.ingest(t, opts)
 	bad := makeTopic(t, e.cat, e.b, "metrics/bad", [][]handRow{rowsAt(1, 2, 3), rowsAt(4, 5, 6)})
 	badKey := chunkKeys(t, e.cat, bad)[1]
 	data, err := e.b.ReadAll(ctx, badKey)

@@ -30,6 +30,27 @@ type env struct {
 	procEnv []string
 }
 
+// testPreset returns the ingest options of the simulator's "test" preset at scale 1 (sequence
+// test_run: an IMU, a GPS and a camera topic).
+func testPreset(t *testing.T) ingest.Options {
+	t.Helper()
+	opts, err := ingest.Preset("test", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
+}
+
+// ingest ingests opts into the env's catalog and store.
+func (e *env) ingest(t *testing.T, opts ingest.Options) []ingest.IngestedTopic {
+	t.Helper()
+	ingested, err := ingest.Ingest(context.Background(), e.cat, e.b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ingested
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	b, storeURL := testenv.NewBucket(t)
@@ -179,15 +200,8 @@ func (e *env) pass(opts app.PassOptions) (string, workflows.StoreOptimizerResult
 // every promise of an optimization on each.
 func TestOptimizeTopics(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
+	ingested := e.ingest(t, opts)
 	var ids []int64
 	for _, it := range ingested {
 		ids = append(ids, it.TopicID)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -32,21 +31,14 @@ func TestPanicInGoroutineFailsOnlyItsActivity(t *testing.T) {
 	for i, point := range faults.GoroutinePoints {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			e := newIsolatedEnv(t, srv, fmt.Sprintf("panic-%02d", i))
-			opts, err := ingest.Preset("test", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			opts := testPreset(t)
 			opts.Sequence = fmt.Sprintf("panic_%02d", i)
 			imu := opts.Topics[0]
 			other := imu
 			other.Path += "_2"
 			opts.Topics = []ingest.TopicSpec{imu, other}
-			ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ingested := e.ingest(t, opts)
 			snaps := map[string]snapshot{}
 			records := map[string]topicRecord{}
 			for _, tp := range ingested {

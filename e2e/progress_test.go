@@ -20,7 +20,6 @@ import (
 	"github.com/storeopt/storeopt/activities"
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/faults"
-	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/workflows"
 )
@@ -46,13 +45,8 @@ type progressSample struct {
 func TestLiveProgressAdvancesMidRun(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ingest.Ingest(ctx, e.cat, e.b, opts); err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
+	e.ingest(t, opts)
 	t.Setenv(faults.EnvVar, faults.WriteChunksAfterWrite+"=sleep:250ms")
 	testenv.StartWorker(t, e.srv.Client, e.cfg)
 	run, err := app.StartPass(ctx, e.srv.Client, e.cfg, app.PassOptions{MaxChunkSizeBytes: 32 << 10,

@@ -18,7 +18,6 @@ import (
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/faults"
-	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
 )
 
@@ -38,14 +37,9 @@ func TestStarterShowsProgress(t *testing.T) {
 		t.Fatalf("build starter: %v", err)
 	}
 	ingestSequence := func(name string) int {
-		opts, err := ingest.Preset("test", 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		opts := testPreset(t)
 		opts.Sequence = name
-		if _, err := ingest.Ingest(ctx, e.cat, e.b, opts); err != nil {
-			t.Fatal(err)
-		}
+		e.ingest(t, opts)
 		return len(opts.Topics)
 	}
 	args := []string{"store-optimizer", "--max-chunk-size", "32768", "--max-concurrent-topics", "1",

@@ -14,7 +14,6 @@ import (
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/faults"
-	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/workflows"
@@ -32,14 +31,8 @@ func TestCorruptChunkFailsOnlyItsTopic(t *testing.T) {
 	}
 	e := newEnv(t)
 	ctx := context.Background()
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
+	ingested := e.ingest(t, opts)
 	good := []snapshot{e.snapshot(t, ingested[0].TopicID), e.snapshot(t, ingested[2].TopicID)}
 	victim := ingested[1]
 	keys := chunkKeys(t, e.cat, victim.TopicID)
@@ -186,15 +179,10 @@ func TestStoreKeysFailsOnListingError(t *testing.T) {
 func TestConcurrentRunsOptimizeEachTopicOnce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
 	for i := range 3 {
 		opts.Sequence = "concurrent_" + string(rune('a'+i))
-		if _, err := ingest.Ingest(ctx, e.cat, e.b, opts); err != nil {
-			t.Fatal(err)
-		}
+		e.ingest(t, opts)
 	}
 	t.Setenv(faults.EnvVar, faults.WriteChunksBeforeWrite+"=sleep:100ms")
 	testenv.StartWorker(t, e.srv.Client, e.cfg)

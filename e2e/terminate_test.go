@@ -26,10 +26,7 @@ import (
 // them.
 func (e *env) ingestTopics(t *testing.T, sequence string, topics ...int) []snapshot {
 	t.Helper()
-	opts, err := ingest.Preset("test", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := testPreset(t)
 	opts.Sequence = sequence
 	var specs []ingest.TopicSpec
 	for _, i := range topics {
