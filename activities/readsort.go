@@ -133,7 +133,8 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 		}
 		return nil, nil, nil, &parquetio.InputError{Err: fmt.Errorf("topic has no chunks")}
 	}
-	sel, err := plan.Select(pol, chunkFacts(all), plan.SelectOptions{MaxChunkSizeBytes: in.MaxChunkSizeBytes})
+	sel, err := plan.Select(pol, chunkFacts(all), plan.SelectOptions{MaxChunkSizeBytes: in.MaxChunkSizeBytes,
+		Live: topic.FinalizedAt == nil})
 	if err != nil {
 		return nil, nil, nil, &parquetio.InputError{Err: err}
 	}

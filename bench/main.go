@@ -14,8 +14,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/storeopt/storeopt/app"
 )
@@ -25,6 +27,8 @@ const (
 	jobRead     = "read"
 	jobStoreopt = "storeopt"
 	jobDuckDB   = "duckdb"
+	// jobFleet is not a job of the rewrite bench: -jobs fleet runs the fleet bench (fleet.go).
+	jobFleet = "fleet"
 )
 
 var allJobs = []string{jobRead, jobStoreopt, jobDuckDB}
@@ -62,6 +66,8 @@ func main() {
 	var levels, readers bool
 	var levelsBatch int
 	var tp throughputConfig
+	var fc fleetConfig
+	var fleetWorkers string
 	flag.StringVar(&shape, "shape", "all", "dataset shape: imu (narrow IMU rows), image (binary payload rows), skew (small rows and a few huge ones; not in all) or all")
 	flag.IntVar(&cfg.hugeEvery, "huge-every", 20, "skew shape: every n-th chunk starts with huge rows")
 	flag.IntVar(&cfg.hugeRows, "huge-rows", 4, "skew shape: huge rows at the start of such a chunk")
@@ -95,7 +101,16 @@ func main() {
 	flag.DurationVar(&tp.slowTopic, "throughput-slow", 0, "with -throughput: make one topic slow: the worker is built with the fault points and the first output chunk over a MiB (only a big topic has one) waits this long in its upload")
 	flag.IntVar(&tp.maxConcurrentTopics, "max-concurrent-topics", 0, "with -throughput: starter store-optimizer --max-concurrent-topics (0 = the workflow's default)")
 	flag.IntVar(&tp.pageSize, "page-size", 0, "with -throughput: starter store-optimizer --page-size (0 = the workflow's default)")
-	flag.IntVar(&tp.maxActivities, "max-concurrent-activities", app.DefaultMaxConcurrentActivities, "with -throughput: the worker's STOREOPT_MAX_CONCURRENT_ACTIVITIES")
+	flag.IntVar(&tp.maxActivities, "max-concurrent-activities", app.DefaultMaxConcurrentActivities, "with -throughput and -jobs fleet: the worker's STOREOPT_MAX_CONCURRENT_ACTIVITIES")
+	flag.IntVar(&fc.robots, "fleet-robots", 50, "with -jobs fleet: robots recording at once, each with an IMU, a GPS and a camera topic (the demo preset's)")
+	flag.DurationVar(&fc.duration, "fleet-duration", 10*time.Minute, "with -jobs fleet: how long the fleet records")
+	flag.DurationVar(&fc.interval, "fleet-interval", time.Second, "with -jobs fleet: time between two chunks of a topic")
+	flag.DurationVar(&fc.schedule, "fleet-schedule", 10*time.Second, "with -jobs fleet: a run of starter store-optimizer --policy auto every this long")
+	flag.StringVar(&fleetWorkers, "fleet-workers", "1", "with -jobs fleet: comma-separated worker process counts to run the fleet against, e.g. 1,2")
+	flag.Float64Var(&fc.rowsScale, "fleet-rows-scale", 0.1, "with -jobs fleet: rows per chunk as a fraction of the demo preset's")
+	flag.IntVar(&fc.minChunks, "fleet-min-chunks", 2, "with -jobs fleet: the runs' --min-chunks")
+	flag.BoolVar(&fc.search, "fleet-search", false, "with -jobs fleet: raise the robots by half again while the workers keep up, and report the highest chunk rate kept up with")
+	flag.IntVar(&fc.ingesters, "fleet-ingest-workers", 8, "with -jobs fleet: chunks the simulator writes at once")
 	flag.StringVar(&job, "job", "", "internal: run one job in this process")
 	flag.StringVar(&jobSpec, "job-spec", "", "internal: job spec file")
 	flag.StringVar(&jobResult, "job-result", "", "internal: job result file")
@@ -115,6 +130,26 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if jobs == jobFleet {
+		for _, n := range strings.Split(fleetWorkers, ",") {
+			w, err := strconv.Atoi(strings.TrimSpace(n))
+			if err != nil || w < 1 {
+				fmt.Fprintf(os.Stderr, "bench: -fleet-workers %q: want worker counts of at least 1\n", fleetWorkers)
+				os.Exit(2)
+			}
+			fc.workers = append(fc.workers, w)
+		}
+		if fc.robots < 1 || fc.duration <= 0 || fc.interval <= 0 || fc.schedule <= 0 || !(fc.rowsScale > 0) {
+			fmt.Fprintln(os.Stderr, "bench: -fleet-robots, -fleet-duration, -fleet-interval, -fleet-schedule and -fleet-rows-scale must be positive")
+			os.Exit(2)
+		}
+		fc.activities = tp.maxActivities
+		if err := fleetBench(ctx, cfg, fc); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if tp.topics > 0 {
 		if err := throughputBench(ctx, cfg, tp); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -158,7 +193,7 @@ func (c *config) finish(shape, jobs string) error {
 	}
 	for _, j := range strings.Split(jobs, ",") {
 		j = strings.TrimSpace(j)
-		if !contains(allJobs, j) && j != jobWorker {
+		if !contains(allJobs, j) && j != jobWorker && j != jobFleet {
 			return fmt.Errorf("-jobs: unknown job %q (read, storeopt, duckdb, worker)", j)
 		}
 		if !contains(c.jobs, j) {

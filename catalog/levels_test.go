@@ -67,7 +67,7 @@ func TestTriggersPerPolicy(t *testing.T) {
 		{policy.Full, []string{"b/finalized"}},
 		{policy.Tiered, []string{"a/small", "a/full"}},
 		{policy.Leveled, []string{"a/small", "a/big", "a/apart", "a/full"}},
-		{policy.Auto, []string{"a/small", "a/big", "a/apart", "a/full", "b/finalized"}}, // big and apart: L0 bytes >= the chunk size
+		{policy.Auto, []string{"a/small", "a/big", "a/apart", "a/full", "b/finalized"}}, // live: --min-chunks L0 chunks; finalized: any
 	}
 	for _, tc := range cases {
 		// A fresh queue for each policy.
@@ -80,9 +80,8 @@ func TestTriggersPerPolicy(t *testing.T) {
 		require.Empty(t, queuedLocators(t, c, policy.Policy("other"), policy.Scope{}))
 	}
 
-	// Auto resolves per topic: tiered while live and small, leveled once the L0 bytes reach the
-	// chunk size or the topic is finalized.
-	for locator, want := range map[string]policy.Policy{"a/small": policy.Tiered, "a/big": policy.Leveled, "a/full": policy.Leveled, "b/finalized": policy.Leveled} {
+	// Auto resolves to leveled, live or finalized.
+	for locator, want := range map[string]policy.Policy{"a/small": policy.Leveled, "a/big": policy.Leveled, "a/full": policy.Leveled, "b/finalized": policy.Leveled} {
 		topic, err := c.TopicByLocator(ctx, locator)
 		require.NoError(t, err)
 		got, need, err := c.NeedsCompaction(ctx, topic.ID, catalog.Trigger{Policy: policy.Auto, MinChunks: 2, MaxChunkSizeBytes: max})

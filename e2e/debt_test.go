@@ -118,7 +118,7 @@ func checkDebtMetrics(t *testing.T, url, when string, want debtCounts, ingested 
 // TestDebtMetricsAgreeWithTheCatalog ingests live topics, then checks the worker's compaction
 // debt gauges against the chunk rows counted one by one: before a run (everything uncompacted,
 // the write signal delaying one topic and stopping another), after a run under auto (each topic
-// joined into one tiered L0 chunk: nothing uncompacted, bytes written per byte ingested), and
+// merged into its sorted run: no L0 chunk left, bytes written per byte ingested), and
 // after more chunks arrive. The run's own result carries the debt it started from.
 func TestDebtMetricsAgreeWithTheCatalog(t *testing.T) {
 	e := newEnv(t)
@@ -150,8 +150,8 @@ func TestDebtMetricsAgreeWithTheCatalog(t *testing.T) {
 	checkDebtMetrics(t, url, "before a run", before, ingested)
 
 	res := e.runPass(t, app.PassOptions{Policy: "auto", MinChunks: 2})
-	if res.Tiered != 3 {
-		t.Fatalf("run result %+v, want 3 topics tiered", res)
+	if res.Leveled != 3 {
+		t.Fatalf("run result %+v, want 3 topics leveled", res)
 	}
 	if d := res.Debt; d == nil || d.L0Chunks != 24 || d.UncompactedChunks != 24 || d.TopicsOverTrigger != 3 ||
 		d.MaxTopicL0Chunks != 10 || d.DelayedTopics != 1 || d.StoppedTopics != 1 || d.IngestedBytes != int64(ingested) ||
@@ -159,7 +159,7 @@ func TestDebtMetricsAgreeWithTheCatalog(t *testing.T) {
 		t.Errorf("the run's debt at its start: %+v, want the catalog's before it", d)
 	}
 	after := countDebt(t, e, ids, 2, th)
-	if after.uncompacted != 0 || after.l0Chunks != 3 || after.written != float64(res.OutputBytes) {
+	if after.uncompacted != 0 || after.l0Chunks != 0 || after.written != float64(res.OutputBytes) {
 		t.Fatalf("after the run: %+v, run result %+v", after, res)
 	}
 	checkDebtMetrics(t, url, "after a run", after, ingested)
@@ -194,8 +194,8 @@ func TestAutoRunTakesTheWorstTopicsFirst(t *testing.T) {
 	}
 	testenv.StartWorker(t, e.srv.Client, e.cfg)
 	res := e.runPass(t, app.PassOptions{Policy: "auto", MinChunks: 2, BatchTopics: 1, MaxConcurrentTopics: 1, MaxConcurrentSmallTopics: 1})
-	if res.Tiered != len(counts) {
-		t.Fatalf("run result %+v, want every topic tiered", res)
+	if res.Leveled != len(counts) {
+		t.Fatalf("run result %+v, want every topic leveled", res)
 	}
 	saveHistory(t, e.srv.Client, e.lastRun, "store-optimizer-debt-first")
 	rows, err := e.cat.Pool.Query(ctx, `SELECT t.locator FROM optimizations o JOIN topics t ON t.id = o.topic_id ORDER BY o.committed_at, o.id`)

@@ -159,6 +159,52 @@ func TestSelectLeveledMergesASmallLastChunkInsteadOfLeavingASliver(t *testing.T)
 	require.Equal(t, int64(99), *s.Before)
 }
 
+// A live topic's leveled compaction merges the run's small last chunk only while it is no larger
+// than the new L0 bytes (or under SmallChunkBytes/LiveTailFloor): a growing last chunk is not
+// rewritten with every small batch of new chunks. Finalized, it is merged as before.
+func TestSelectLeveledOfALiveTopicMergesTheLastChunkOnlyWhileCheap(t *testing.T) {
+	const max = 1 << 20 // small: < 512 KiB; floor: 1 KiB
+	run := []ChunkFacts{
+		chunk(policy.L1, 0, 300_000, 0, 99),
+		chunk(policy.L0, 7, 100_000, 200, 250),
+		chunk(policy.L0, 8, 100_000, 251, 299),
+	}
+	live := func(chunks ...ChunkFacts) string {
+		s, err := Select(policy.Leveled, chunks, SelectOptions{MaxChunkSizeBytes: max, Live: true})
+		require.NoError(t, err)
+		return s.Picture(chunks)
+	}
+	require.Equal(t, lines(
+		"leveled merge",
+		"  L1#0 size=300000 [0 .. 99]",
+		"* L0#7 size=100000 [200 .. 250]",
+		"* L0#8 size=100000 [251 .. 299]",
+		"outputs at L1#1",
+	), live(run...), "300 kB of run against 200 kB new: appended after it")
+	run[2].SizeBytes = 200_000
+	require.Equal(t, lines(
+		"leveled merge",
+		"* L1#0 size=300000 [0 .. 99]",
+		"* L0#7 size=100000 [200 .. 250]",
+		"* L0#8 size=200000 [251 .. 299]",
+		"outputs at L1#0",
+	), live(run...), "300 kB new: the last chunk doubles")
+	require.Equal(t, lines(
+		"leveled merge",
+		"* L1#0 size=1000 [0 .. 99]",
+		"* L0#7 size=10 [200 .. 250]",
+		"outputs at L1#0",
+	), live(chunk(policy.L1, 0, 1000, 0, 99), chunk(policy.L0, 7, 10, 200, 250)), "under the floor: always merged")
+	run[2].SizeBytes = 100_000
+	require.Equal(t, lines(
+		"leveled merge",
+		"* L1#0 size=300000 [0 .. 99]",
+		"* L0#7 size=100000 [200 .. 250]",
+		"* L0#8 size=100000 [251 .. 299]",
+		"outputs at L1#0",
+	), picture(t, policy.Leveled, max, run...), "finalized: the run does not end in slivers")
+}
+
 func TestSelectLeveledNullTimestampsSortLast(t *testing.T) {
 	// The run ends in a chunk of null timestamps. L0 rows with timestamps go before it; L0 rows
 	// with null timestamps overlap it.

@@ -78,11 +78,15 @@ func selectLeveled(chunks []ChunkFacts, opts SelectOptions) Selection {
 	if first < 0 {
 		first, last = before, before-1 // nothing overlaps: insert after the chunks before the hull
 	}
-	small := SmallChunkBytes(opts.MaxChunkSizeBytes)
-	if n := len(l1); n > 0 && last == n-2 && chunks[l1[n-1]].SizeBytes < small {
+	var l0Bytes int64
+	for _, i := range l0 {
+		l0Bytes += chunks[i].SizeBytes
+	}
+	mergeTail := func(tail int64) bool { return mergesLastChunk(tail, l0Bytes, opts) }
+	if n := len(l1); n > 0 && last == n-2 && mergeTail(chunks[l1[n-1]].SizeBytes) {
 		last = n - 1 // the run's small last chunk next to the outputs
 	}
-	if last == first-1 && first == len(l1) && first > 0 && chunks[l1[first-1]].SizeBytes < small {
+	if last == first-1 && first == len(l1) && first > 0 && mergeTail(chunks[l1[first-1]].SizeBytes) {
 		first-- // outputs appended after a small last chunk: merge into it
 	}
 	for j := first; j <= last; j++ {
@@ -112,4 +116,28 @@ func selectLeveled(chunks []ChunkFacts, opts SelectOptions) Selection {
 		}
 	}
 	return s
+}
+
+// LiveTailFloor divides SmallChunkBytes into the size under which a live topic's last L1 chunk
+// is always merged (256 KiB at the default chunk size): rewriting so little costs nothing, and
+// it keeps slow topics (a GPS) from ending in slivers.
+const LiveTailFloor = 512
+
+// mergesLastChunk reports whether a leveled compaction merging l0Bytes of L0 chunks also rewrites
+// the run's last chunk of tail bytes, next to its outputs. Never when the chunk is not small; for
+// a finalized topic always (the run does not end in slivers); for a live topic only while the
+// chunk is no larger than the L0 bytes joining it or under SmallChunkBytes/LiveTailFloor.
+// Rewriting a growing last chunk with every batch of new chunks rewrote each ingested byte once
+// per compaction (quadratic in the topic); with the rule a live topic's bytes are written about
+// 1.5 times by its leveled compactions (the last chunk doubles, then a new one starts), and the
+// finalizing compaction merges the last chunk.
+func mergesLastChunk(tail, l0Bytes int64, opts SelectOptions) bool {
+	small := SmallChunkBytes(opts.MaxChunkSizeBytes)
+	switch {
+	case tail >= small:
+		return false
+	case !opts.Live:
+		return true
+	}
+	return tail <= max(l0Bytes, small/LiveTailFloor)
 }

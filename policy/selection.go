@@ -64,6 +64,9 @@ func (s Selection) Empty() bool { return len(s.Inputs) == 0 }
 // SelectOptions configure Select.
 type SelectOptions struct {
 	MaxChunkSizeBytes int64 // target size of one output chunk; 0 = DefaultMaxChunkSizeBytes
+	// Live: the topic is still being recorded (not finalized). A leveled compaction of a live
+	// topic merges the run's small last chunk only while that is cheap (selectLeveled).
+	Live bool
 }
 
 // tsBound is a position on the timestamp axis where null timestamps sort after every value.

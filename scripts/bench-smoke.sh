@@ -5,13 +5,16 @@
 # (rows, global order, metadata), so a bench that no longer builds, generates or restores fails
 # here rather than in the hands of the next person measuring. Also the bench's unit tests. Built
 # without DuckDB (tag noduckdb: no cgo link of a 100 MB library); about 30 s. Needs PostgreSQL at
-# 127.0.0.1:5432 (scripts/ensure-postgres.sh).
+# 127.0.0.1:5432 (scripts/ensure-postgres.sh). Then a short fleet bench (2 robots for 20 s, auto
+# every 5 s, about 40 s) against a Temporal dev server of its own (the Temporal CLI of
+# scripts/temporal-cli.sh): compaction keeps up, every topic ends as one sorted run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$STOREOPT_ROOT"
 
 data="$(mktemp -d)"
-trap 'rm -rf "$data"' EXIT
+server_pid=""
+trap '[[ -z "$server_pid" ]] || kill "$server_pid" 2>/dev/null || true; rm -rf "$data"' EXIT
 go -C bench vet -tags noduckdb .
 go -C bench test -tags noduckdb -count=1 .
 go -C bench build -tags noduckdb -o "$data/bench" .
@@ -23,3 +26,20 @@ for pass in generate restore; do
   }
 done
 cat "$data/out" >&2
+
+log "bench smoke (fleet)"
+temporal="$("$STOREOPT_ROOT/scripts/temporal-cli.sh")"
+port=$((20000 + RANDOM % 20000))
+"$temporal" server start-dev --ip 127.0.0.1 --port "$port" --ui-port $((port + 1)) --headless \
+  --search-attribute StoreoptTopicLocator=Keyword --log-level error >"$data/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 120); do
+  "$temporal" operator cluster health --address "127.0.0.1:$port" 2>/dev/null | grep -q SERVING && break
+  sleep 0.5
+done
+"$data/bench" -jobs fleet -fleet-robots 2 -fleet-duration 20s -fleet-schedule 5s -temporal-address "127.0.0.1:$port" \
+  -data "$data/sets" >"$data/fleet" 2>"$data/err" || {
+  cat "$data/fleet" "$data/err" >&2
+  die "bench smoke (fleet) failed"
+}
+cat "$data/fleet" >&2

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +22,10 @@ func newIngestCommand(e *env) *cobra.Command {
 		live     time.Duration
 		interval time.Duration
 		noFinal  bool
+		robots   int
+		rows     float64
+		perTopic []string
+		signal   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "ingest",
@@ -27,7 +33,14 @@ func newIngestCommand(e *env) *cobra.Command {
 		Long: `Simulate an ingestion service: write one sequence whose topics each have many small Parquet
 chunks (with overlapping time ranges, unsorted chunks and null timestamps), record them in
 the catalog and finalize the topics. Presets: "test" (a few hundred KB) and "demo" (about
-550 MB at --scale 1). A sequence name can be used once: pass a fresh --sequence per call.`,
+550 MB at --scale 1). A sequence name can be used once: pass a fresh --sequence per call.
+
+With --robots N it records a fleet: N sequences <sequence>_r000… at once, each with the
+preset's topics, every topic receiving one chunk every --chunk-interval (or its own
+--topic-interval PATH=DURATION) for --live, its chunks spread over the interval so the fleet
+writes at an even rate; e.g. 50 robots × 3 topics at one chunk per topic per second:
+
+  starter ingest --preset demo --rows-scale 0.1 --robots 50 --live 10m --chunk-interval 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := ingest.Preset(preset, scale)
@@ -42,6 +55,18 @@ the catalog and finalize the topics. Presets: "test" (a few hundred KB) and "dem
 			}
 			opts.Workers = workers
 			opts.NoFinalize = noFinal
+			if rows != 1 {
+				if !(rows > 0) {
+					return fmt.Errorf("--rows-scale %v must be positive", rows)
+				}
+				for i := range opts.Topics {
+					opts.Topics[i].RowsPerChunk = max(1, int(math.Round(float64(opts.Topics[i].RowsPerChunk)*rows)))
+					opts.Topics[i].NullTimestamps = min(opts.Topics[i].NullTimestamps, opts.Topics[i].RowsPerChunk*opts.Topics[i].Chunks)
+				}
+			}
+			if robots > 0 || signal || len(perTopic) > 0 {
+				return ingestFleet(cmd, e, opts, robots, live, interval, perTopic, signal)
+			}
 			if live < 0 || interval <= 0 {
 				return fmt.Errorf("--live %s must not be negative and --chunk-interval %s must be positive", live, interval)
 			}
@@ -89,6 +114,10 @@ the catalog and finalize the topics. Presets: "test" (a few hundred KB) and "dem
 	f.IntVar(&workers, "workers", 0, "chunks encoded and uploaded in parallel; 0 = default")
 	f.DurationVar(&live, "live", 0, "record live for this long: every topic receives one chunk every --chunk-interval (the preset's chunk counts are replaced), then is finalized unless --no-finalize")
 	f.DurationVar(&interval, "chunk-interval", time.Second, "with --live: time between two chunks of a topic")
+	f.IntVar(&robots, "robots", 0, "record a fleet of this many robots at once, each a sequence <sequence>_rNNN with the preset's topics (needs --live)")
+	f.Float64Var(&rows, "rows-scale", 1, "multiplies every topic's rows per chunk (0.1: chunks a tenth of the preset's size)")
+	f.StringArrayVar(&perTopic, "topic-interval", nil, "with --robots: PATH=DURATION, the chunk interval of one topic path (e.g. sensors/gps=5s); repeatable")
+	f.BoolVar(&signal, "write-signal", false, "with --robots: poll the catalog's write signal before every chunk and wait as it says (docs/operations.md#the-write-signal)")
 	f.BoolVar(&noFinal, "no-finalize", false, "leave the topics live (not finalized); 'starter finalize --sequence NAME' finalizes them later")
 	return cmd
 }
@@ -121,4 +150,49 @@ func newFinalizeCommand(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&sequence, "sequence", "", "sequence whose topics to finalize")
 	return cmd
+}
+
+// ingestFleet is `ingest --robots`: the fleet simulator (ingest.IngestFleet).
+func ingestFleet(cmd *cobra.Command, e *env, opts ingest.Options, robots int, live, interval time.Duration, perTopic []string, signal bool) error {
+	if robots < 1 || live <= 0 {
+		return fmt.Errorf("a fleet needs --robots (at least 1) and --live (its duration); --topic-interval and --write-signal only go with them")
+	}
+	f := ingest.Fleet{Sequence: opts.Sequence, Robots: robots, Topics: opts.Topics, Interval: interval, Duration: live,
+		Seed: opts.Seed, Workers: opts.Workers, WriteSignal: signal, NoFinalize: opts.NoFinalize,
+		Intervals: map[string]time.Duration{}}
+	for _, pt := range perTopic {
+		path, d, ok := strings.Cut(pt, "=")
+		dur, err := time.ParseDuration(d)
+		if !ok || err != nil || dur <= 0 {
+			return fmt.Errorf("--topic-interval %q: want PATH=DURATION with a positive duration, e.g. sensors/gps=5s", pt)
+		}
+		f.Intervals[path] = dur
+	}
+	f.Progress = func(s ingest.FleetStats) {
+		if int(s.Elapsed.Seconds())%10 == 0 {
+			e.logger.Info("fleet ingesting", "chunks", s.Chunks, "bytes", s.Bytes, "chunks_per_s", fmt.Sprintf("%.1f", s.ChunksPerSecond()),
+				"max_lag", s.MaxLag.Round(time.Millisecond), "late", s.Late, "delayed", s.Delayed, "stopped", s.Stopped)
+		}
+	}
+	ctx := cmd.Context()
+	cat, bucket, closeData, err := openData(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer closeData()
+	_, st, err := ingest.IngestFleet(ctx, cat, bucket, f)
+	if err != nil {
+		return fmt.Errorf("ingest fleet %s: %w", opts.Sequence, err)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "robots\t%d (sequences %s_r000…)\n", robots, opts.Sequence)
+	fmt.Fprintf(tw, "topics\t%d\n", st.Topics)
+	fmt.Fprintf(tw, "chunks\t%d (%.1f per second over %s)\n", st.Chunks, st.ChunksPerSecond(), st.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(tw, "rows\t%d\n", st.Rows)
+	fmt.Fprintf(tw, "bytes\t%d\n", st.Bytes)
+	fmt.Fprintf(tw, "behind schedule\t%d chunks more than an interval late, the most %s\n", st.Late, st.MaxLag.Round(time.Millisecond))
+	if signal {
+		fmt.Fprintf(tw, "write signal\t%d chunks delayed, %d stopped, %s waited in all\n", st.Delayed, st.Stopped, st.SignalWait.Round(time.Millisecond))
+	}
+	return tw.Flush()
 }
