@@ -20,7 +20,7 @@ import (
 // reader give the rows a brute-force read of the ingested chunks gives, in global order; and the
 // bytes they fetch are counted: from chunks without a page index (as ingested) a window fetches
 // the overlapping blocks whole, from storeopt's outputs it reads every block by its pages, and from
-// L1 chunks a 1-second window fetches no more than three pages of rows of each block it overlaps
+// L1 chunks a 1-second window fetches no more than two pages of rows of each block it overlaps
 // (the pages holding it) besides footers and page indexes, where a whole block is many more.
 func TestWindowReadsFetchOnlyTheirPages(t *testing.T) {
 	e := newEnv(t)
@@ -35,8 +35,9 @@ func TestWindowReadsFetchOnlyTheirPages(t *testing.T) {
 	tp := topics[0]
 	chunks := opts.Topics[0].Chunks
 	testenv.StartWorker(t, e.srv.Client, e.cfg)
-	// The chunks are about 160 kB: tiered joins four of them, full writes chunks of 12 000 rows.
-	const maxChunk = 1 << 20
+	// The chunks are about 160 kB: tiered joins up to a dozen of them, leveled and full write
+	// chunks of about 24 000 rows (a block each: a dozen pages of every column).
+	const maxChunk = 2 << 20
 	r := rand.New(rand.NewPCG(5, 8))
 
 	check := func(step string) {
@@ -72,7 +73,7 @@ func TestWindowReadsFetchOnlyTheirPages(t *testing.T) {
 			case paged && st.Blocks > 0 && st.Pages != st.Blocks:
 				t.Fatalf("%s: %d of %d blocks read by pages", step, st.Pages, st.Blocks)
 			case l1 && length <= int64(time.Second) && st.BytesFetched > pages+footersAndIndexes:
-				t.Fatalf("%s: a window of %d ns fetched %d bytes: more than three pages of rows (%d bytes) of the %d bytes of the blocks it overlaps", step, length, st.BytesFetched, pages, blocks)
+				t.Fatalf("%s: a window of %d ns fetched %d bytes: more than two pages of rows (%d bytes) of the %d bytes of the blocks it overlaps", step, length, st.BytesFetched, pages, blocks)
 			}
 		}
 	}
@@ -109,9 +110,9 @@ func TestWindowReadsFetchOnlyTheirPages(t *testing.T) {
 const footersAndIndexes = 64 << 10
 
 // overlappingBlocks returns the bytes of the blocks of chunks cs that may hold timestamps in
-// [from, to) (the whole object of a chunk without a block index), the bytes of three pages of
-// rows of each (parquetio.DataPageRows rows a page, at the block's average bytes a row: a window
-// of 1 s at 400 Hz is within one or two pages of each column), whether every chunk that
+// [from, to) (the whole object of a chunk without a block index), the bytes of two pages of rows
+// of each (parquetio.DataPageRows rows a page, at the block's average bytes a row: a window of
+// 1 s at 400 Hz is within one or two pages of each column), whether every chunk that
 // overlaps the window has a page index in the catalog (storeopt's outputs) and whether they are
 // all L1 chunks (blocks of many pages; a tiered output's block is one ingested chunk).
 func overlappingBlocks(cs []catalog.Chunk, from, to int64) (bytes, pages int64, paged, l1 bool) {
@@ -132,7 +133,7 @@ func overlappingBlocks(cs []catalog.Chunk, from, to int64) (bytes, pages int64, 
 				continue
 			}
 			bytes += b.Length
-			pages += b.Length * min(b.Rows, 3*parquetio.DataPageRows) / max(b.Rows, 1)
+			pages += b.Length * min(b.Rows, 2*parquetio.DataPageRows) / max(b.Rows, 1)
 			paged = paged && b.TsIndex != nil && b.OffsetIndex != nil
 		}
 	}
