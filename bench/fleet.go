@@ -180,15 +180,8 @@ func fleetRun(ctx context.Context, cfg config, fc fleetConfig, srv *server, robo
 	if err != nil {
 		return rep, err
 	}
-	env := append(os.Environ(),
-		app.EnvMemoryPoolSize+"="+strconv.FormatInt(cfg.memoryPool, 10),
-		app.EnvMaxConcurrentActivities+"="+strconv.Itoa(fc.activities),
-		"STOREOPT_DATABASE_URL="+dbURL,
-		"STOREOPT_STORE_URL=file://"+storeDir,
-		"STOREOPT_TASK_QUEUE=storeopt-fleet-"+randomSuffix(),
-		"TEMPORAL_ADDRESS="+cfg.temporalAddress,
-		"STOREOPT_LOG_LEVEL=warn",
-	)
+	env := append(storeoptEnv(cfg, fc.activities, dbURL, "file://"+storeDir, "storeopt-fleet-"+randomSuffix()),
+		"STOREOPT_LOG_LEVEL=warn")
 	var procs []*exec.Cmd
 	for i := range workers {
 		w := exec.CommandContext(ctx, worker)

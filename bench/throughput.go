@@ -262,14 +262,7 @@ func runThroughput(ctx context.Context, cfg config, t throughputConfig, p throug
 	if err != nil {
 		return rep, err
 	}
-	env := append(os.Environ(),
-		app.EnvMemoryPoolSize+"="+strconv.FormatInt(cfg.memoryPool, 10),
-		app.EnvMaxConcurrentActivities+"="+strconv.Itoa(t.maxActivities),
-		"STOREOPT_DATABASE_URL="+dbURL,
-		"STOREOPT_STORE_URL="+storeURL,
-		"STOREOPT_TASK_QUEUE=storeopt-bench-"+randomSuffix(),
-		"TEMPORAL_ADDRESS="+cfg.temporalAddress,
-	)
+	env := storeoptEnv(cfg, t.maxActivities, dbURL, storeURL, "storeopt-bench-"+randomSuffix())
 	workerEnv := env
 	if t.slowTopic > 0 {
 		// The first output chunk over a MiB waits in its upload: that topic is the slow one.

@@ -157,3 +157,17 @@ func vmHWM(pid int) int64 {
 	}
 	return parseVmHWM(string(b))
 }
+
+// storeoptEnv is the environment of the worker and starter processes of a bench: this process's
+// with the memory pool, the activity slots, the catalog, the store, the task queue and the
+// Temporal server set.
+func storeoptEnv(cfg config, activities int, dbURL, storeURL, taskQueue string) []string {
+	return append(os.Environ(),
+		app.EnvMemoryPoolSize+"="+strconv.FormatInt(cfg.memoryPool, 10),
+		app.EnvMaxConcurrentActivities+"="+strconv.Itoa(activities),
+		"STOREOPT_DATABASE_URL="+dbURL,
+		"STOREOPT_STORE_URL="+storeURL,
+		"STOREOPT_TASK_QUEUE="+taskQueue,
+		"TEMPORAL_ADDRESS="+cfg.temporalAddress,
+	)
+}
