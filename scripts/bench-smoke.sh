@@ -3,7 +3,8 @@
 # each shape, twice: the first invocation generates the datasets and snapshots their catalogs,
 # the second restores the snapshots; both run the read and storeopt jobs and check every output
 # (rows, global order, metadata), so a bench that no longer builds, generates or restores fails
-# here rather than in the hands of the next person measuring. Also the bench's unit tests. Built
+# here rather than in the hands of the next person measuring; then the readers bench on those
+# datasets (topicread only: no DuckDB here), whose window reads compare their row counts. Also the bench's unit tests. Built
 # without DuckDB (tag noduckdb: no cgo link of a 100 MB library); about 30 s. Needs PostgreSQL at
 # 127.0.0.1:5432 (scripts/ensure-postgres.sh). Then a short fleet bench (2 robots for 20 s, auto
 # every 5 s, about 40 s) against a Temporal dev server of its own (the Temporal CLI of
@@ -25,6 +26,13 @@ for pass in generate restore; do
     die "bench smoke ($pass) failed"
   }
 done
+cat "$data/out" >&2
+
+log "bench smoke (readers)"
+"$data/bench" -readers -shape all -size 4000000 -chunks 20 -data "$data/sets" >"$data/out" 2>"$data/err" || {
+  cat "$data/err" >&2
+  die "bench smoke (readers) failed"
+}
 cat "$data/out" >&2
 
 log "bench smoke (fleet)"
