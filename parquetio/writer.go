@@ -71,6 +71,9 @@ type Layout struct {
 	// dictLimits[i] > 0 bounds the distinct values of top-level field i per row group (a
 	// dictionary of a narrow index type read in its value type; Chunk.dictLimits).
 	dictLimits []int
+	// uncompressed[i] says leaf column i is written without compression
+	// (Chunk.uncompressedLeaves).
+	uncompressed []bool
 }
 
 // WithKeyValue returns a copy of l whose writers append the footer pair key=value after the
@@ -87,7 +90,8 @@ func (l *Layout) WithKeyValue(key, value string) *Layout {
 // Layout returns the chunk's layout for writing chunks like it.
 func (c *Chunk) Layout() *Layout {
 	return &Layout{Footer: c.Footer, Schema: c.Schema, parquet: c.pf.MetaData().Schema,
-		manifest: c.fr.Manifest, kv: c.kv, tsLeaf: c.TimestampLeaf, dictLimits: c.dictLimits}
+		manifest: c.fr.Manifest, kv: c.kv, tsLeaf: c.TimestampLeaf, dictLimits: c.dictLimits,
+		uncompressed: c.uncompressedLeaves()}
 }
 
 // Writer writes one Parquet chunk with a layout's Parquet schema and footer key/value pairs
@@ -98,7 +102,8 @@ func (c *Chunk) Layout() *Layout {
 // sorting column (ascending, nulls last; row group metadata, not schema), dictionary encoding
 // is used for string columns and for columns read or stored as Arrow dictionaries (unique floats
 // and timestamps encode faster and smaller without it), binary columns get no min/max
-// statistics, pages are zstd, end after DataPageBytes or DataPageRows rows (pageCutter) and
+// statistics, pages are zstd (uncompressed in the columns zstd does not shrink, judged from the
+// layout's chunk: Chunk.uncompressedLeaves), end after DataPageBytes or DataPageRows rows (pageCutter) and
 // are indexed (a page index between the row groups and the footer).
 type Writer struct {
 	fw     *file.Writer
@@ -172,6 +177,9 @@ func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 		}),
 	}
 	for i, col := range l.parquet.Columns() {
+		if i < len(l.uncompressed) && l.uncompressed[i] {
+			props = append(props, parquet.WithCompressionFor(col.Path(), compress.Codecs.Uncompressed))
+		}
 		switch {
 		case l.dictionary(i, col):
 			props = append(props, parquet.WithDictionaryFor(col.Path(), true))

@@ -1,0 +1,47 @@
+package parquetio
+
+import "github.com/apache/arrow-go/v18/parquet/compress"
+
+// minCompressionSaving is the share of a column's bytes its input's compression must save for an
+// output to compress the column too. Sensor noise (the mantissas of IMU floats) and already
+// compressed payloads (JPEG frames) do not compress: zstd then spends most of a rewrite's encoding
+// time, and every reader's decoding time, to store the bytes as they are.
+const minCompressionSaving = 0.05
+
+// uncompressedLeaves says, for each leaf column of the chunk, whether a chunk written like it
+// stores the column without compression (Layout, NewWriter): the chunk's own codec saved less
+// than minCompressionSaving of the column's bytes over its row groups, or the column is stored
+// uncompressed by storeopt (which decided so from its own inputs). A column another writer stored
+// uncompressed is compressed: nothing says it would not compress. The choice depends only on the
+// chunk's footer, so the same plan always writes the same bytes.
+func (c *Chunk) uncompressedLeaves() []bool {
+	md := c.pf.MetaData()
+	n := md.Schema.NumColumns()
+	compressed, uncompressed := make([]int64, n), make([]int64, n)
+	plain := make([]bool, n) // every column chunk of the leaf is stored uncompressed
+	for i := range plain {
+		plain[i] = md.NumRowGroups() > 0
+	}
+	for g := range md.NumRowGroups() {
+		rg := md.RowGroup(g)
+		for i := range min(rg.NumColumns(), n) {
+			cc, err := rg.ColumnChunk(i)
+			if err != nil {
+				return nil
+			}
+			compressed[i] += cc.TotalCompressedSize()
+			uncompressed[i] += cc.TotalUncompressedSize()
+			plain[i] = plain[i] && cc.Compression() == compress.Codecs.Uncompressed
+		}
+	}
+	out := make([]bool, n)
+	for i := range out {
+		switch {
+		case plain[i]:
+			out[i] = c.WrittenByStoreopt()
+		case uncompressed[i] > 0:
+			out[i] = float64(compressed[i]) > (1-minCompressionSaving)*float64(uncompressed[i])
+		}
+	}
+	return out
+}
