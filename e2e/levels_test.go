@@ -479,14 +479,16 @@ func TestStarterLevelsCommands(t *testing.T) {
 	from, to := *topic.MinTimestampNs, *topic.MaxTimestampNs+1
 	out = run(0, "read", "--topic", "cli/sensors/imu", "--from", fmt.Sprint(from), "--to", fmt.Sprint(to), "--json")
 	var st struct {
-		Rows         int64 `json:"rows"`
-		Blocks       int64 `json:"blocks"`
-		BytesFetched int64 `json:"bytes_fetched"`
+		Rows          int64 `json:"rows"`
+		Blocks        int64 `json:"blocks"`
+		BlocksByPages int64 `json:"blocks_by_pages"`
+		BytesFetched  int64 `json:"bytes_fetched"`
+		Requests      int64 `json:"requests"`
 	}
 	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &st); err != nil {
 		t.Fatalf("read --json: %v\n%s", err, out)
 	}
-	if st.Rows == 0 || st.Blocks == 0 || st.BytesFetched <= 0 {
+	if st.Rows == 0 || st.Blocks == 0 || st.BytesFetched <= 0 || st.Requests <= 0 || st.BlocksByPages > st.Blocks {
 		t.Fatalf("read --json: %s", out)
 	}
 	run(0, "finalize", "--sequence", "cli")

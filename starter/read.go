@@ -67,11 +67,12 @@ chunks and blocks read, the bytes fetched and the seconds taken (--json: one JSO
 			if asJSON {
 				return json.NewEncoder(out).Encode(map[string]any{
 					"topic": locator, "from_ns": from, "to_ns": to, "rows": st.Rows, "chunks": st.Chunks,
-					"blocks": st.Blocks, "bytes_fetched": st.BytesFetched, "seconds": st.Elapsed.Seconds(),
+					"blocks": st.Blocks, "blocks_by_pages": st.Pages, "bytes_fetched": st.BytesFetched,
+					"requests": st.Requests, "seconds": st.Elapsed.Seconds(),
 				})
 			}
-			_, err = fmt.Fprintf(out, "rows %d\nchunks %d\nblocks %d\nbytes fetched %d\nseconds %.4f\n",
-				st.Rows, st.Chunks, st.Blocks, st.BytesFetched, st.Elapsed.Seconds())
+			_, err = fmt.Fprintf(out, "rows %d\nchunks %d\nblocks %d (%d by pages)\nbytes fetched %d in %d requests\nseconds %.4f\n",
+				st.Rows, st.Chunks, st.Blocks, st.Pages, st.BytesFetched, st.Requests, st.Elapsed.Seconds())
 			return err
 		},
 	}
