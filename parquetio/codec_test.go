@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // noisyRows are n rows of a sensor topic: increasing timestamps, a repetitive label (both
@@ -36,19 +35,7 @@ func noisyRows(n int) (*arrow.Schema, arrow.RecordBatch) {
 // encodeWith writes rec with plain pqarrow in codec, ARROW:schema stored.
 func encodeWith(t *testing.T, rec arrow.RecordBatch, codec compress.Compression) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(parquet.WithCompression(codec)),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return encodePlainWith(t, rec.Schema(), parquet.NewWriterProperties(parquet.WithCompression(codec)), nil, rec)
 }
 
 // codecs returns the codec of each leaf column of the file's first row group.

@@ -134,8 +134,14 @@ func encodePlain(t testing.TB, schema *arrow.Schema, recs ...arrow.RecordBatch) 
 // ARROW:schema, as pyarrow's add_key_value_metadata or GeoParquet writers do.
 func encodePlainKV(t testing.TB, schema *arrow.Schema, kv []string, recs ...arrow.RecordBatch) []byte {
 	t.Helper()
+	return encodePlainWith(t, schema, parquet.NewWriterProperties(), kv, recs...)
+}
+
+// encodePlainWith is encodePlainKV with the writer properties props.
+func encodePlainWith(t testing.TB, schema *arrow.Schema, props *parquet.WriterProperties, kv []string, recs ...arrow.RecordBatch) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	w, err := pqarrow.NewFileWriter(schema, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		t.Fatal(err)
 	}
