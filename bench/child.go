@@ -18,6 +18,7 @@ import (
 	"github.com/storeopt/storeopt/activities"
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/catalog"
+	"github.com/storeopt/storeopt/compaction"
 	"github.com/storeopt/storeopt/mempool"
 	storeoptmetrics "github.com/storeopt/storeopt/metrics"
 )
@@ -34,8 +35,11 @@ type jobSpec struct {
 	MemoryPoolBytes  int64    `json:"memory_pool_bytes,omitempty"`
 	MaxChunkSize     int64    `json:"max_chunk_size,omitempty"`
 	TopicParallelism int      `json:"topic_parallelism,omitempty"`
-	CPUProfile       string   `json:"cpu_profile,omitempty"`
-	MemProfile       string   `json:"mem_profile,omitempty"`
+	// EncodeWorkers, when > 0, sets compaction.EncodeWorkers and compaction.ReadBackWorkers (the
+	// goroutines that encode an output's column chunks and read it back).
+	EncodeWorkers int    `json:"encode_workers,omitempty"`
+	CPUProfile    string `json:"cpu_profile,omitempty"`
+	MemProfile    string `json:"mem_profile,omitempty"`
 }
 
 // jobResult is what a child job reports back.
@@ -167,6 +171,9 @@ func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
 	// Like the worker: with a memory pool, the Go memory limit and GOGC follow from it.
 	if limit := app.ApplyMemoryLimit(spec.MemoryPoolBytes); limit > 0 {
 		logf("storeopt job: Go memory limit %d bytes from the memory pool", limit)
+	}
+	if spec.EncodeWorkers > 0 {
+		compaction.EncodeWorkers, compaction.ReadBackWorkers = spec.EncodeWorkers, spec.EncodeWorkers
 	}
 	t := newPhaseTimer()
 	cat, err := catalog.Open(ctx, spec.DatabaseURL)

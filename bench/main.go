@@ -52,6 +52,7 @@ type config struct {
 	memoryPool       int64
 	maxChunkSize     int64
 	topicParallelism int
+	encodeWorkers    int
 	pgURL            string
 	jsonOut          bool
 	cpuProfile       string
@@ -85,6 +86,7 @@ func main() {
 	flag.Int64Var(&cfg.memoryPool, "memory-pool", 0, "storeopt memory pool, bytes (Activities.MemoryPoolBytes and STOREOPT_MEMORY_POOL_SIZE); 0 = unlimited")
 	flag.Int64Var(&cfg.maxChunkSize, "max-chunk-size", 256_000_000, "storeopt's soft limit of one output chunk, bytes")
 	flag.IntVar(&cfg.topicParallelism, "topic-parallelism", 2, "WriteChunks groups run at once by the storeopt job")
+	flag.IntVar(&cfg.encodeWorkers, "encode-workers", 0, "goroutines that encode an output's column chunks and read it back in the storeopt job (0: storeopt's default, GOMAXPROCS up to 4)")
 	flag.StringVar(&cfg.pgURL, "pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL URL of a database to connect to for creating and dropping the bench databases")
 	flag.BoolVar(&cfg.jsonOut, "json", false, "print one JSON object per job and dataset, and one per dataset with the ratios, instead of the table")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of every storeopt job run to this file (.<shape>.<run> is inserted before the extension when there are several)")

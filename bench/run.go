@@ -185,6 +185,7 @@ func runOnce(ctx context.Context, cfg config, srv *server, d *dataset, job strin
 		}
 		spec.TopicID, spec.RunToken = d.TopicID, "bench-"+randomSuffix()
 		spec.MemoryPoolBytes, spec.MaxChunkSize, spec.TopicParallelism = cfg.memoryPool, cfg.maxChunkSize, cfg.topicParallelism
+		spec.EncodeWorkers = cfg.encodeWorkers
 		spec.CPUProfile = cfg.profilePath(cfg.cpuProfile, d.Params.Shape, r)
 		spec.MemProfile = cfg.profilePath(cfg.memProfile, d.Params.Shape, r)
 		env = append(env, app.EnvMemoryPoolSize+"="+strconv.FormatInt(cfg.memoryPool, 10))
