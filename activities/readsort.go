@@ -133,8 +133,8 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 		}
 		return nil, nil, nil, &parquetio.InputError{Err: fmt.Errorf("topic has no chunks")}
 	}
-	sel, err := plan.Select(pol, chunkFacts(all), plan.SelectOptions{MaxChunkSizeBytes: in.MaxChunkSizeBytes,
-		Live: topic.FinalizedAt == nil})
+	selOpts := plan.SelectOptions{MaxChunkSizeBytes: in.MaxChunkSizeBytes, Live: topic.FinalizedAt == nil}
+	sel, err := plan.Select(pol, chunkFacts(all), selOpts)
 	if err != nil {
 		return nil, nil, nil, &parquetio.InputError{Err: err}
 	}
@@ -161,6 +161,15 @@ func (a *Activities) planTopic(ctx context.Context, topic catalog.Topic, in Read
 	}
 	opts := plan.Options{MaxChunkSizeBytes: in.MaxChunkSizeBytes, GroupSize: in.GroupTargetChunks,
 		MemoryBudgetBytes: a.pool().Limit()}
+	if selOpts.Live && sel.Policy == policy.Leveled {
+		var l0Bytes int64
+		for _, c := range chunks {
+			if c.Level == policy.L0 {
+				l0Bytes += c.SizeBytes
+			}
+		}
+		opts.MaxChunkSizeBytes = policy.LiveOutputBytes(l0Bytes, selOpts)
+	}
 	var p *plan.Plan
 	if sel.Kind == plan.KindConcatenate {
 		p, err = rollupPlan(chunks, scans, sel, opts)

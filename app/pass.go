@@ -62,6 +62,9 @@ type PassOptions struct {
 	// BatchTopics is how many tiny topics one activity optimizes (0 = the workflow's default,
 	// 1 = a topic workflow for every topic).
 	BatchTopics int
+	// BatchTopicBytes is the largest estimated input of a topic optimized in a batch, bytes (0 =
+	// the workflow's default, 1 MiB).
+	BatchTopicBytes int64
 	// TopicParallelism is how many WriteChunks activities of one topic run at once.
 	TopicParallelism int
 	// PageSize is how many queued topics one ListQueuedTopics lists.
@@ -86,6 +89,7 @@ func (o PassOptions) Validate() error {
 		{"max concurrent topics %d", int64(o.MaxConcurrentTopics)},
 		{"max concurrent small topics %d", int64(o.MaxConcurrentSmallTopics)},
 		{"batch topics %d", int64(o.BatchTopics)},
+		{"batch topic bytes %d", o.BatchTopicBytes},
 		{"topic parallelism %d", int64(o.TopicParallelism)},
 		{"page size %d", int64(o.PageSize)},
 		{"min chunks %d", int64(o.MinChunks)},
@@ -108,6 +112,7 @@ func (o PassOptions) Input() workflows.StoreOptimizerInput {
 		MaxConcurrentTopics:      o.MaxConcurrentTopics,
 		MaxConcurrentSmallTopics: o.MaxConcurrentSmallTopics,
 		BatchTopics:              o.BatchTopics,
+		BatchTopicBytes:          o.BatchTopicBytes,
 		TopicParallelism:         o.TopicParallelism,
 		PageSize:                 o.PageSize,
 		Policy:                   o.Policy,

@@ -47,6 +47,8 @@ type fleetConfig struct {
 	ingesters int
 	// activities is each worker's STOREOPT_MAX_CONCURRENT_ACTIVITIES.
 	activities int
+	// batchBytes is the runs' --batch-topic-bytes (0 = the default).
+	batchBytes int64
 }
 
 // fleetSample is one look at the catalog's debt during the recording.
@@ -67,6 +69,7 @@ type fleetReport struct {
 	Topics      int     `json:"topics"`
 	Workers     int     `json:"workers"`
 	Activities  int     `json:"max_concurrent_activities"`
+	BatchBytes  int64   `json:"batch_topic_bytes,omitempty"`
 	MemoryPool  int64   `json:"memory_pool_bytes"`
 	Seconds     float64 `json:"seconds"`
 	OfferedRate float64 `json:"offered_chunks_per_second"`
@@ -75,8 +78,9 @@ type fleetReport struct {
 	LateChunks  int     `json:"late_chunks"`
 	Runs        int     `json:"runs"`
 	RunsSkipped int     `json:"runs_skipped"`
-	// Over the second half of the recording: the L0 chunks per topic (mean, its trend: the
-	// fitted rise over the half, and the most of one topic) and the oldest uncompacted chunk.
+	// Over the second half of the recording: the L0 chunks per topic (mean, its trend: the mean
+	// of the last quarter less the third's, and the most of one topic) and the oldest uncompacted
+	// chunk.
 	MeanTopicL0   float64 `json:"mean_topic_l0_chunks"`
 	TrendTopicL0  float64 `json:"trend_topic_l0_chunks"`
 	MaxTopicL0    int     `json:"max_topic_l0_chunks"`
@@ -152,7 +156,7 @@ func fleetRun(ctx context.Context, cfg config, fc fleetConfig, srv *server, robo
 	}
 	f := ingest.Fleet{Sequence: "fleet", Robots: robots, Topics: opts.Topics, Interval: fc.interval,
 		Duration: fc.duration, Seed: cfg.seed, Workers: fc.ingesters}
-	rep := fleetReport{Type: "fleet", Robots: robots, Topics: robots * len(opts.Topics), Workers: workers, Activities: fc.activities,
+	rep := fleetReport{Type: "fleet", Robots: robots, Topics: robots * len(opts.Topics), Workers: workers, Activities: fc.activities, BatchBytes: fc.batchBytes,
 		MemoryPool: cfg.memoryPool, OfferedRate: float64(robots*len(opts.Topics)) / fc.interval.Seconds()}
 
 	dbURL, err := srv.create(ctx, "storeopt_bench_"+randomSuffix()+"_fleet", "")
@@ -248,7 +252,8 @@ func fleetRun(ctx context.Context, cfg config, fc fleetConfig, srv *server, robo
 				defer func() { <-running }()
 				s := exec.CommandContext(ctx, starter, "store-optimizer", "--policy", "auto",
 					"--min-chunks", strconv.Itoa(fc.minChunks), "--progress-interval", "0",
-					"--max-chunk-size", strconv.FormatInt(cfg.maxChunkSize, 10))
+					"--max-chunk-size", strconv.FormatInt(cfg.maxChunkSize, 10),
+					"--batch-topic-bytes", strconv.FormatInt(fc.batchBytes, 10))
 				var out strings.Builder
 				s.Env, s.Stdout, s.Stderr = env, io.Discard, &out
 				if err := s.Run(); err != nil && ctx.Err() == nil {
@@ -270,7 +275,7 @@ func fleetRun(ctx context.Context, cfg config, fc fleetConfig, srv *server, robo
 	var samples []fleetSample
 	var sampleWG sync.WaitGroup
 	sampleWG.Go(func() {
-		tick := time.NewTicker(max(fc.schedule/2, time.Second))
+		tick := time.NewTicker(max(fc.schedule/5, time.Second))
 		defer tick.Stop()
 		for {
 			select {
@@ -351,7 +356,7 @@ func fleetRun(ctx context.Context, cfg config, fc fleetConfig, srv *server, robo
 	}
 	switch {
 	case rep.TrendTopicL0 > max(1, 0.25*rep.MeanTopicL0):
-		rep.Failures = append(rep.Failures, fmt.Sprintf("L0 chunks per topic rose by %.1f over the second half (mean %.1f)", rep.TrendTopicL0, rep.MeanTopicL0))
+		rep.Failures = append(rep.Failures, fmt.Sprintf("L0 chunks per topic rose by %.1f from the third quarter to the fourth (mean %.1f)", rep.TrendTopicL0, rep.MeanTopicL0))
 	}
 	if limit := 3 * fc.schedule.Seconds(); rep.OldestSeconds > limit {
 		rep.Failures = append(rep.Failures, fmt.Sprintf("the oldest uncompacted chunk was %.0f s old (limit %.0f s)", rep.OldestSeconds, limit))
@@ -370,35 +375,33 @@ func fleetRun(ctx context.Context, cfg config, fc fleetConfig, srv *server, robo
 	return rep, nil
 }
 
-// summarizeSamples fills the second-half figures: mean and most L0 chunks per topic, the rise of
-// the least-squares line through the mean over the half, and the oldest uncompacted chunk.
+// summarizeSamples fills the second-half figures: mean and most L0 chunks per topic, the
+// oldest uncompacted chunk, and the trend: the mean L0 chunks per topic over the last quarter of
+// the recording less the mean over the third. (Between two runs every topic gains the chunks of a
+// schedule interval and a run takes them away: a line fitted through that sawtooth rises or
+// falls with where the samples fall in it, means over whole quarters do not.)
 func (r *fleetReport) summarizeSamples(fc fleetConfig) {
-	half := fc.duration.Seconds() / 2
-	var xs, ys []float64
+	d := fc.duration.Seconds()
+	var sum, q3, q4 float64
+	var n, n3, n4 int
 	for _, s := range r.Samples {
-		if s.At < half {
+		if s.At < d/2 || s.At > d {
 			continue
 		}
-		xs, ys = append(xs, s.At), append(ys, s.MeanTopicL0)
+		sum, n = sum+s.MeanTopicL0, n+1
+		if s.At < 3*d/4 {
+			q3, n3 = q3+s.MeanTopicL0, n3+1
+		} else {
+			q4, n4 = q4+s.MeanTopicL0, n4+1
+		}
 		r.MaxTopicL0 = max(r.MaxTopicL0, s.MaxTopicL0)
 		r.OldestSeconds = max(r.OldestSeconds, s.OldestSeconds)
 	}
-	if len(xs) == 0 {
-		return
+	if n > 0 {
+		r.MeanTopicL0 = sum / float64(n)
 	}
-	var mx, my float64
-	for i := range xs {
-		mx, my = mx+xs[i], my+ys[i]
-	}
-	mx, my = mx/float64(len(xs)), my/float64(len(xs))
-	var sxy, sxx float64
-	for i := range xs {
-		sxy += (xs[i] - mx) * (ys[i] - my)
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-	}
-	r.MeanTopicL0 = my
-	if sxx > 0 {
-		r.TrendTopicL0 = sxy / sxx * (xs[len(xs)-1] - xs[0])
+	if n3 > 0 && n4 > 0 {
+		r.TrendTopicL0 = q4/float64(n4) - q3/float64(n3)
 	}
 }
 
@@ -443,7 +446,7 @@ func printFleet(w io.Writer, r fleetReport) {
 	fmt.Fprintf(tw, "fleet\t%d robots, %d topics, %d worker(s) (pool %d MiB, %d activity slots each): %s\n", r.Robots, r.Topics, r.Workers, r.MemoryPool>>20, r.Activities, verdict)
 	fmt.Fprintf(tw, "  ingested\t%.1f chunks/s of %.0f offered, %d bytes, %d chunks late\n", r.IngestRate, r.OfferedRate, r.IngestBytes, r.LateChunks)
 	fmt.Fprintf(tw, "  runs\t%d started, %d skipped (the previous still running)\n", r.Runs, r.RunsSkipped)
-	fmt.Fprintf(tw, "  L0 chunks per topic\tmean %.1f, trend %+.1f over the second half, most in one topic %d\n", r.MeanTopicL0, r.TrendTopicL0, r.MaxTopicL0)
+	fmt.Fprintf(tw, "  L0 chunks per topic\tmean %.1f over the second half, %+.1f from its first quarter to its last, most in one topic %d\n", r.MeanTopicL0, r.TrendTopicL0, r.MaxTopicL0)
 	fmt.Fprintf(tw, "  oldest uncompacted\t%.1f s (second half)\n", r.OldestSeconds)
 	fmt.Fprintf(tw, "  after finalize\t%d of %d topics one sorted run, drained in %.1f s, write amplification %.2f\n", r.SortedRuns, r.Topics, r.DrainSeconds, r.WriteAmplification)
 	each := make([]string, len(r.WorkerCPU))

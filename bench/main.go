@@ -112,6 +112,7 @@ func main() {
 	flag.Float64Var(&fc.rowsScale, "fleet-rows-scale", 0.1, "with -jobs fleet: rows per chunk as a fraction of the demo preset's")
 	flag.IntVar(&fc.minChunks, "fleet-min-chunks", 2, "with -jobs fleet: the runs' --min-chunks")
 	flag.BoolVar(&fc.search, "fleet-search", false, "with -jobs fleet: raise the robots by half again while the workers keep up, and report the highest chunk rate kept up with")
+	flag.Int64Var(&fc.batchBytes, "fleet-batch-bytes", 8<<20, "with -jobs fleet: the runs' --batch-topic-bytes, topics up to this estimated input optimized in batches (0 = the workflow's default, 1 MiB)")
 	flag.IntVar(&fc.ingesters, "fleet-ingest-workers", 8, "with -jobs fleet: chunks the simulator writes at once")
 	flag.StringVar(&job, "job", "", "internal: run one job in this process")
 	flag.StringVar(&jobSpec, "job-spec", "", "internal: job spec file")

@@ -265,3 +265,14 @@ func TestSelectAsksThePolicy(t *testing.T) {
 		t.Error("bogus policy selected")
 	}
 }
+
+// A live topic's leveled outputs are cut at three times the new bytes (within the floor and the
+// chunk size), so that the last chunk, which the next batch's overlap forces into the next
+// compaction, stays small.
+func TestLiveOutputBytes(t *testing.T) {
+	opts := SelectOptions{MaxChunkSizeBytes: 1 << 20, Live: true}
+	require.EqualValues(t, 300_000, policy.LiveOutputBytes(100_000, opts))
+	require.EqualValues(t, 1024, policy.LiveOutputBytes(10, opts), "the floor: SmallChunkBytes/LiveTailFloor")
+	require.EqualValues(t, 1<<20, policy.LiveOutputBytes(1<<20, opts), "at most the chunk size")
+	require.EqualValues(t, policy.DefaultMaxChunkSizeBytes, policy.LiveOutputBytes(1e9, SelectOptions{}))
+}

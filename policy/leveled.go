@@ -141,3 +141,19 @@ func mergesLastChunk(tail, l0Bytes int64, opts SelectOptions) bool {
 	}
 	return tail <= max(l0Bytes, small/LiveTailFloor)
 }
+
+// LiveOutputBytes is the size a leveled compaction of a live topic that merges l0Bytes of L0
+// chunks cuts its outputs at, instead of MaxChunkSizeBytes: three times the new bytes (at least
+// SmallChunkBytes/LiveTailFloor, at most MaxChunkSizeBytes). Ingested chunks overlap in time a
+// little (a chunk's first rows interleave with the previous chunk's last), so each compaction must
+// rewrite the run's last chunk, whatever its size; cut this way, that chunk holds at most about
+// the last three batches of new chunks, and the chunks before it, which new data no longer
+// reaches, are not rewritten again. Outputs of one chunk size grew the last chunk with every
+// batch, rewriting the whole topic each time.
+func LiveOutputBytes(l0Bytes int64, opts SelectOptions) int64 {
+	limit := opts.MaxChunkSizeBytes
+	if limit <= 0 {
+		limit = DefaultMaxChunkSizeBytes
+	}
+	return min(limit, max(3*l0Bytes, SmallChunkBytes(limit)/LiveTailFloor))
+}

@@ -101,6 +101,8 @@ otherwise.`,
 		"topics of at most --max-chunk-size (one output chunk) optimized at once, besides the larger ones; 0 = workflow default (32)")
 	f.IntVar(&opts.BatchTopics, "batch-topics", 0,
 		"tiny topics (estimated input at most 1 MiB) optimized one after the other by one activity; 0 = workflow default (25), 1 = a topic workflow each")
+	f.Int64Var(&opts.BatchTopicBytes, "batch-topic-bytes", 0,
+		"the largest estimated input of a topic optimized in a batch (a tiny topic), bytes; 0 = workflow default (1048576)")
 	f.IntVar(&opts.TopicParallelism, "topic-parallelism", 0,
 		"WriteChunks activities of one topic at once; 0 = workflow default")
 	f.IntVar(&opts.PageSize, "page-size", 0,
