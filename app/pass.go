@@ -79,7 +79,7 @@ type PassOptions struct {
 	DryRun bool
 }
 
-// Validate reports a negative option.
+// Validate reports a negative option or a page size beyond workflows.MaxPageSize.
 func (o PassOptions) Validate() error {
 	for _, n := range []struct {
 		what  string // the message, with %d for the value
@@ -97,6 +97,9 @@ func (o PassOptions) Validate() error {
 		if n.value < 0 {
 			return fmt.Errorf(n.what+" is negative", n.value)
 		}
+	}
+	if o.PageSize > workflows.MaxPageSize {
+		return fmt.Errorf("page size %d is more than %d, the most queued topics a run lists at a time", o.PageSize, workflows.MaxPageSize)
 	}
 	if _, err := policy.Parse(o.Policy); err != nil {
 		return err

@@ -91,8 +91,8 @@ func (c *Chunk) TimestampPages(rg int, from, to int64) (w WindowPages, ok bool, 
 	mins, maxs, nonNull := ix.ts.MinValues(), ix.ts.MaxValues(), ix.ts.NonNullPageIndices()
 	tsPages := ix.offsets[c.TimestampLeaf]
 	w.From, w.To = ix.rows, 0
-	for k, page := range nonNull {
-		if mins[k] >= to || maxs[k] < from {
+	for _, page := range nonNull {
+		if mins[page] >= to || maxs[page] < from {
 			continue
 		}
 		w.From = min(w.From, tsPages[page].FirstRowIndex)
@@ -221,8 +221,9 @@ func (c *Chunk) pageIndexOf(rg int) (ix rowGroupIndex, ok bool, err error) {
 		}
 		ix.offsets = append(ix.offsets, oi.GetPageLocations())
 	}
-	mins, maxs, nonNull := ts.MinValues(), ts.MaxValues(), ts.NonNullPageIndices()
-	if len(mins) != len(nonNull) || len(maxs) != len(nonNull) || len(ts.GetNullPages()) != len(ix.offsets[c.TimestampLeaf]) {
+	// arrow-go's min and max values are by page (zero for a page of nulls), as are the null pages.
+	pages := len(ix.offsets[c.TimestampLeaf])
+	if len(ts.MinValues()) != pages || len(ts.MaxValues()) != pages || len(ts.GetNullPages()) != pages {
 		return ix, false, inputErrorf("row group %d: column index of %s has %d pages, its offset index %d", rg, TimestampColumn,
 			len(ts.GetNullPages()), len(ix.offsets[c.TimestampLeaf]))
 	}

@@ -223,3 +223,41 @@ func TestLargeValuesMakeSmallPages(t *testing.T) {
 		t.Fatalf("%d pages", len(pages))
 	}
 }
+
+// TestPagesOfNullTimestampsAreIndexed proves that a row group whose last pages hold only null
+// timestamps (nulls sort last) is read by its page index like any other: the column index lists
+// min/max for every page, the null ones included, and a window finds exactly its rows.
+func TestPagesOfNullTimestampsAreIndexed(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "v", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	const valued, nulls = 3 * DataPageRows, 2*DataPageRows + 100
+	for i := range valued + nulls {
+		if i < valued {
+			b.Field(0).(*array.Int64Builder).Append(int64(i) * 10)
+		} else {
+			b.Field(0).AppendNull()
+		}
+		b.Field(1).(*array.Int64Builder).Append(int64(i))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	c, err := Open(bytes.NewReader(writeRecord(t, rec)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, w := range [][2]int64{{0, 10}, {12_345, 12_400}, {0, 1 << 40}} {
+		wp, ok, err := c.WindowPages(context.Background(), 0, w[0], w[1], 0)
+		if err != nil || !ok {
+			t.Fatalf("window %v: %v, %v", w, ok, err)
+		}
+		wantFrom, wantTo := (w[0]+9)/10, min((w[1]+9)/10, valued)
+		if wp.From != wantFrom || wp.To != wantTo {
+			t.Errorf("window %v: rows [%d, %d), want [%d, %d)", w, wp.From, wp.To, wantFrom, wantTo)
+		}
+	}
+}
