@@ -242,8 +242,8 @@ func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult)
 	if d := res.Debt; d != nil {
 		fmt.Fprintf(tw, "debt at start\t%d L0 chunks (%d bytes, %d uncompacted, the oldest %.1f s old) in %d topics; %d over the trigger of %d, most in one topic %d\n",
 			d.L0Chunks, d.L0Bytes, d.UncompactedChunks, d.OldestUncompactedSeconds, d.Topics, d.TopicsOverTrigger, d.TriggerMinChunks, d.MaxTopicL0Chunks)
-		fmt.Fprintf(tw, "write signal\t%d topics delayed, %d stopped\n", d.DelayedTopics, d.StoppedTopics)
-		fmt.Fprintf(tw, "write amplification\t%.2f (%d bytes written by compactions, %d ingested, ever)\n",
+		fmt.Fprintf(tw, "write signal at start\t%s delayed, %d stopped\n", plural(d.DelayedTopics, "topic"), d.StoppedTopics)
+		fmt.Fprintf(tw, "write amplification at start\t%.2f (%d bytes written by compactions, %d ingested, ever)\n",
 			d.WriteAmplification, d.CompactionWrittenBytes, d.IngestedBytes)
 	}
 	if err := tw.Flush(); err != nil {
@@ -281,4 +281,12 @@ func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult)
 // oneLine folds a multi-line error message onto one line for the table.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// plural renders n and noun, with an s for any n but 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
