@@ -15,16 +15,16 @@ import (
 	"github.com/storeopt/storeopt/store"
 )
 
-// checkStoreExists refuses a file:// store whose directory does not exist: a worker pointed at
-// the wrong directory would otherwise find no topic's objects. (OpenStore creates the directory,
-// which ingestion wants; a worker must not.)
-func checkStoreExists(storeURL string) error {
+// CheckStoreExists refuses a file:// store whose directory does not exist: a worker or a reader
+// pointed at the wrong directory would otherwise find no topic's objects. (OpenStore creates the
+// directory, which ingestion wants; nothing that only reads must.)
+func CheckStoreExists(storeURL string) error {
 	u, err := url.Parse(storeURL)
 	if err != nil || u.Scheme != fileblob.Scheme {
 		return nil
 	}
 	if _, err := os.Stat(u.Path); err != nil {
-		return fmt.Errorf("store URL %s: directory does not exist (a worker needs the store the catalog's topics were ingested into)", RedactURL(storeURL))
+		return fmt.Errorf("store URL %s: directory does not exist (give the store the catalog's topics were ingested into)", RedactURL(storeURL))
 	}
 	return nil
 }

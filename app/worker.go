@@ -57,7 +57,7 @@ func RunWorker(ctx context.Context, cfg Config, c client.Client, logger *slog.Lo
 	if err := cat.SetWriteThresholds(ctx, cfg.writeSignal()); err != nil {
 		return err
 	}
-	if err := checkStoreExists(cfg.StoreURL); err != nil {
+	if err := CheckStoreExists(cfg.StoreURL); err != nil {
 		return err
 	}
 	bucket, err := OpenStore(ctx, cfg.StoreURL)

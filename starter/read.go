@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
+	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/topicread"
 )
 
@@ -38,6 +39,9 @@ chunks and blocks read, the bytes fetched and the seconds taken (--json: one JSO
 			}
 			if to <= from {
 				return fmt.Errorf("--to %d must be after --from %d", to, from)
+			}
+			if err := app.CheckStoreExists(e.cfg.StoreURL); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			cat, bucket, closeData, err := openData(ctx, e)
