@@ -519,13 +519,31 @@ type countingWriter struct {
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	before := c.n
-	c.n += int64(n)
-	if faults.Enabled && err == nil && c.n>>20 > before>>20 {
-		err = faults.Hit(c.ctx, faults.WriteChunksUploading)
+	if !faults.Enabled {
+		n, err := c.w.Write(p)
+		c.n += int64(n)
+		return n, err
 	}
-	return n, err
+	// With the fault points compiled in, the bytes go on a MiB at a time and the point is hit at
+	// every MiB they complete, however large the write (a buffered row group's column chunks
+	// arrive as one write): a fault paced per MiB paces the upload.
+	written := 0
+	for len(p) > 0 {
+		k := min(len(p), int(1<<20-c.n%(1<<20)))
+		n, err := c.w.Write(p[:k])
+		written += n
+		c.n += int64(n)
+		if err != nil {
+			return written, err
+		}
+		p = p[k:]
+		if c.n%(1<<20) == 0 {
+			if err := faults.Hit(c.ctx, faults.WriteChunksUploading); err != nil {
+				return written, err
+			}
+		}
+	}
+	return written, nil
 }
 
 // outputError names output chunk key in an input fault that names no input chunk (arrow-go

@@ -8,9 +8,15 @@ import "github.com/apache/arrow-go/v18/parquet/compress"
 // time, and every reader's decoding time, to store the bytes as they are.
 const minCompressionSaving = 0.05
 
+// minJudgedBytes is how many uncompressed bytes of a column the chunk must hold for its
+// compression to be judged: on a few rows zstd's frame costs more than it saves whatever the
+// data, and the chunk may be the plan's smallest.
+const minJudgedBytes = 32 << 10
+
 // uncompressedLeaves says, for each leaf column of the chunk, whether a chunk written like it
 // stores the column without compression (Layout, NewWriter): the chunk's own codec saved less
-// than minCompressionSaving of the column's bytes over its row groups, or the column is stored
+// than minCompressionSaving of the column's bytes over its row groups (of at least
+// minJudgedBytes uncompressed bytes), or the column is stored
 // uncompressed by storeopt (which decided so from its own inputs). A column another writer stored
 // uncompressed is compressed: nothing says it would not compress. The choice depends only on the
 // chunk's footer, so the same plan always writes the same bytes.
@@ -39,7 +45,7 @@ func (c *Chunk) uncompressedLeaves() []bool {
 		switch {
 		case plain[i]:
 			out[i] = c.WrittenByStoreopt()
-		case uncompressed[i] > 0:
+		case uncompressed[i] >= minJudgedBytes:
 			out[i] = float64(compressed[i]) > (1-minCompressionSaving)*float64(uncompressed[i])
 		}
 	}

@@ -73,6 +73,13 @@ func TestIncompressibleColumnsAreStoredUncompressed(t *testing.T) {
 	out := rewrite(t, in, 4096)
 	again := rewrite(t, out, 4096)
 	fromPlain := rewrite(t, encodeWith(t, rec, plain), 4096)
+	few := rec.NewSlice(0, 3)
+	defer few.Release()
+	_, wantFew, err := readAll(encodeWith(t, few, zstd), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFew := rewrite(t, encodeWith(t, few, zstd), 4096)
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -91,5 +98,15 @@ func TestIncompressibleColumnsAreStoredUncompressed(t *testing.T) {
 		if _, d, err := readAll(tc.data, 4096); err != nil || d != want {
 			t.Errorf("%s: rows digest %v (%v), want the input's %v", tc.name, d, err, want)
 		}
+	}
+	// Three rows, whose zstd frames are larger than their values, judge nothing: every column is
+	// compressed, as the rest of such a topic may well compress.
+	for col, codec := range codecs(t, fromFew) {
+		if codec != zstd {
+			t.Errorf("output of a 3-row input: column %s is %s, want ZSTD", col, codec)
+		}
+	}
+	if _, d, err := readAll(fromFew, 4096); err != nil || d != wantFew {
+		t.Errorf("output of a 3-row input: rows digest %v (%v), want %v", d, err, wantFew)
 	}
 }
