@@ -447,8 +447,8 @@ func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer
 }
 
 // ReadBackWorkers is how many goroutines decode a written chunk back at most, each the row
-// groups w, w+ReadBackWorkers… of it from a reader of its own (a chunk's reader serves one
-// record reader at a time): digests add up, so the order they are read in does not matter, and
+// groups w, w+ReadBackWorkers… of it from a reader of its own over the one opened object (a
+// chunk's reader serves one record reader at a time): digests add up, so the order they are read in does not matter, and
 // the read-back, which runs after the upload, takes a fraction of the time of a plain read.
 // OutputMemory counts a batch per worker.
 var ReadBackWorkers = min(runtime.GOMAXPROCS(0), 4)
@@ -467,10 +467,12 @@ func readBackRows(ctx context.Context, in Inputs, key string, c *openedChunk, wr
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range workers {
 		panics.Go(g, "read back of "+key, func() error {
-			rc := c
+			rc := c.Chunk
 			if w > 0 {
+				// A reader of its own over the object already opened (read whole, or read by
+				// ranges): the object is not fetched again.
 				var err error
-				if rc, err = openChunk(gctx, in.Bucket, key, in.Mem); err != nil {
+				if rc, err = parquetio.Open(c.obj, in.Mem); err != nil {
 					return readBackError(key, err)
 				}
 				defer rc.Close()
