@@ -100,6 +100,10 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		res.Chunks++
 		res.Rows += st.RowCount
 		res.Bytes += out.SizeBytes
+		if out.Copied {
+			res.CopiedChunks++
+			res.CopiedArrowBytes += st.ArrowSizeBytes
+		}
 		heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: st.RowCount, OutputRows: o.EstRows,
 			OutputsDone: res.Chunks, Outputs: len(outputs)})
 	}

@@ -44,6 +44,10 @@ type OutputResult struct {
 	// FooterBytes is the length of the written chunk's footer: its serialized file metadata and
 	// the 8-byte trailer (the last FooterBytes bytes of the object).
 	FooterBytes int64
+	// Copied says the chunk was assembled from its inputs' pages (docs/design.md#the-copy-path):
+	// the pages of its copyable columns copied as stored, the other columns re-encoded. False:
+	// the chunk was rewritten (every row decoded, merged and encoded).
+	Copied bool
 }
 
 // Inputs resolves plan inputs to object keys for WriteOutput.
