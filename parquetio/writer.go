@@ -145,6 +145,24 @@ type leafColumn struct {
 
 // NewWriter starts a chunk on w with layout l.
 func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
+	opts, props, err := writerProperties(l, opts)
+	if err != nil {
+		return nil, err
+	}
+	sink := &footerSink{w: w}
+	fw, err := file.NewParquetWriterWithError(sink, l.parquet.Root(),
+		file.WithWriterProps(parquet.NewWriterProperties(props...)), file.WithWriteMetadata(l.kv))
+	if err != nil {
+		return nil, fmt.Errorf("write chunk: %w", err)
+	}
+	wr := newEncoders(l, opts, sink)
+	wr.fw = fw
+	return wr, nil
+}
+
+// writerProperties returns opts with its defaults filled in and the arrow-go writer properties
+// of a chunk of layout l (see Writer).
+func writerProperties(l *Layout, opts WriterOptions) (WriterOptions, []parquet.WriterProperty, error) {
 	if opts.RowGroupRows <= 0 {
 		opts.RowGroupRows = 1 << 20
 	}
@@ -155,7 +173,7 @@ func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 		opts.Mem = memory.DefaultAllocator
 	}
 	if l == nil || l.parquet == nil || l.Footer == nil {
-		return nil, errors.New("write chunk: no layout")
+		return opts, nil, errors.New("write chunk: no layout")
 	}
 	props := []parquet.WriterProperty{
 		parquet.WithAllocator(opts.Mem),
@@ -189,13 +207,13 @@ func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 			props = append(props, parquet.WithStatsFor(col.Path(), false))
 		}
 	}
-	sink := &footerSink{w: w}
-	fw, err := file.NewParquetWriterWithError(sink, l.parquet.Root(),
-		file.WithWriterProps(parquet.NewWriterProperties(props...)), file.WithWriteMetadata(l.kv))
-	if err != nil {
-		return nil, fmt.Errorf("write chunk: %w", err)
-	}
-	wr := &Writer{fw: fw, sink: sink, layout: l, rgRows: opts.RowGroupRows, rgBytes: max(opts.RowGroupBytes, 0), mem: opts.Mem,
+	return opts, props, nil
+}
+
+// newEncoders returns a Writer without its file writer: what encoding column chunks of layout l
+// takes (leaf paths, encoders, distinct-value limits), with sink the writer of its pages.
+func newEncoders(l *Layout, opts WriterOptions, sink *footerSink) *Writer {
+	wr := &Writer{sink: sink, layout: l, rgRows: opts.RowGroupRows, rgBytes: max(opts.RowGroupBytes, 0), mem: opts.Mem,
 		faultLeaf: -1}
 	for i := range l.manifest.Fields {
 		wr.leaves = append(wr.leaves, leafPaths(&l.manifest.Fields[i]))
@@ -220,7 +238,7 @@ func NewWriter(w io.Writer, l *Layout, opts WriterOptions) (*Writer, error) {
 			wr.distinct = append(wr.distinct, distinctValues{field: i, limit: limit, seen: map[string]struct{}{}})
 		}
 	}
-	return wr, nil
+	return wr
 }
 
 // dictionary says whether leaf column i is dictionary-encoded: strings (by their Parquet
