@@ -15,6 +15,10 @@ const (
 	// writer, on its way from the Arrow array to the column encoder: after every digest and
 	// statistic of the rows handed to the writer, as an encoder fault would.
 	EncodeChangeValue = "encode.change-value"
+	// CopyChangePage flips the last bit of the first page of the first copied column (other
+	// than timestamp_ns) of an assembled chunk, on its way to the store: after the digest of
+	// the pages taken from the inputs, as a fault of the copy path would.
+	CopyChangePage = "copy.change-page"
 )
 
 // Points at which the merge moves a key range's bound by one row in one input chunk, before any
