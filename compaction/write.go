@@ -114,9 +114,16 @@ func (in Inputs) limits() parquetio.Limits {
 // footer is read back and must equal the layout's (verify.MismatchError otherwise), its digest is
 // returned for the commit's verification and its row groups are the chunk's blocks; every row is
 // decoded back from the stored object and digested (OutputResult.Written). An output without
-// rows is an error.
+// rows is an error. An output whose inputs allow it is written by the copy path instead
+// (copyOrder, writeCopy): the same rows in the same order, its pages copied where they can be.
 func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	in.footer = layout.Footer
+	if order, ok := copyOrder(in.Plan, o); ok && CopyPages {
+		res, err := writeCopy(ctx, in, o, order, key, layout, progress)
+		if !errors.Is(err, parquetio.ErrNotCopyable) {
+			return res, err
+		}
+	}
 	in.shared = map[string]*sharedChunk{}
 	return writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
 		col := newCollector(layout.Schema, in.Plan.BatchRows, in.Plan.ArrowBytesPerRow, out.mem, out.send)
@@ -400,7 +407,9 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	}
 	res.SizeBytes = cw.n
 	res.Stats = stats.Result()
-	footer, blocks, footerBytes, err := readBack(ctx, in, key, layout.Footer, res.Stats.RowCount, &res.Written)
+	footer, blocks, footerBytes, err := readBack(ctx, in, key, layout.Footer, res.Stats.RowCount, func(c *openedChunk) error {
+		return readBackRows(ctx, in, key, c, &res.Written)
+	})
 	if err != nil {
 		return res, err
 	}
@@ -417,11 +426,11 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 
 // readBack opens the written chunk as the store holds it, the way inputs are opened (openChunk),
 // checks its footer against the topic's (Parquet schema elements and key/value pairs, verbatim),
-// that it holds rows rows in row groups that are none of them empty, and adds the digest of
-// every row decoded from it, in batches of the plan's limits, to written. It returns the footer
+// that it holds rows rows in row groups that are none of them empty, and has check digest it
+// (readBackRows: every row decoded from it, in batches of the plan's limits). It returns the footer
 // read back, the chunk's block index (its row groups) and the length of its footer. It runs once the merge and the
 // encoder are done, within their reservation of the memory pool (OutputMemory counts it).
-func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer, rows int64, written *verify.Digest) (*parquetio.Footer, []parquetio.Block, int64, error) {
+func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer, rows int64, check func(*openedChunk) error) (*parquetio.Footer, []parquetio.Block, int64, error) {
 	c, err := openChunk(ctx, in.Bucket, key, in.Mem)
 	if err != nil {
 		var ce *ChunkError
@@ -444,7 +453,7 @@ func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer
 	if err != nil {
 		return nil, nil, 0, &verify.MismatchError{What: fmt.Sprintf("written chunk %s: block index: %v", key, err)}
 	}
-	if err := readBackRows(ctx, in, key, c, written); err != nil {
+	if err := check(c); err != nil {
 		return nil, nil, 0, err
 	}
 	return c.Footer, blocks, c.FooterBytes + 8, nil

@@ -1,0 +1,205 @@
+package compaction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"gocloud.dev/blob"
+
+	"github.com/storeopt/storeopt/chunkstats"
+	"github.com/storeopt/storeopt/faults"
+	"github.com/storeopt/storeopt/parquetio"
+	"github.com/storeopt/storeopt/plan"
+	"github.com/storeopt/storeopt/store"
+	"github.com/storeopt/storeopt/verify"
+)
+
+// CopyPages says whether an output whose inputs allow it is written by the copy path
+// (docs/design.md#the-copy-path); false rewrites every output (for measuring one path against the
+// other).
+var CopyPages = true
+
+// copyOrder returns the inputs of output o in the order the copy path appends them, when the
+// merge of its inputs is their concatenation: each input taken whole (not a run of a chunk, every
+// row within o's key range), stored in key order, and every input's keys after the previous
+// one's. ok is false otherwise.
+func copyOrder(p *plan.Plan, o plan.Output) (order []int, ok bool) {
+	for _, i := range o.Inputs {
+		pi := p.Inputs[i]
+		if pi.Rows == 0 {
+			continue
+		}
+		if pi.RowGroups != nil || !pi.Sorted || len(pi.Unsorted) > 0 ||
+			!plan.InRange(pi.First, o.Lo, o.Hi) || !plan.InRange(pi.Last, o.Lo, o.Hi) {
+			return nil, false
+		}
+		order = append(order, i)
+	}
+	slices.SortFunc(order, func(a, b int) int { return p.Inputs[a].First.Compare(p.Inputs[b].First) })
+	for k := 1; k < len(order); k++ {
+		if p.Inputs[order[k-1]].Last.Compare(p.Inputs[order[k]].First) >= 0 {
+			return nil, false
+		}
+	}
+	return order, len(order) > 0
+}
+
+// writeCopy writes output o of a merge plan by the copy path, appending the inputs in order (see
+// copyOrder) to a parquetio.Assembler whose copy spec is taken from the first input. It returns
+// parquetio.ErrNotCopyable (nothing written: the upload aborted) when an input's columns do not
+// allow the spec's copies; the caller then rewrites the output. The output is read back and
+// checked as WriteOutput's are; its digests are the copy digest (pages of copied columns,
+// values of the others: parquetio.CopyDigest), its positions every row of each input.
+func writeCopy(ctx context.Context, in Inputs, o plan.Output, order []int, key string, layout *parquetio.Layout,
+	progress func(rows int64)) (OutputResult, error) {
+	res := OutputResult{Key: key, Taken: verify.Taken{}, Copied: true}
+	if err := faults.Hit(ctx, faults.WriteChunksMerge); err != nil {
+		return res, err
+	}
+	first, err := in.openInput(ctx, order[0])
+	if err != nil {
+		return res, err
+	}
+	spec := layout.CopySpecFor([]*parquetio.Chunk{first.Chunk})
+	first.Close()
+	if spec == nil {
+		return res, parquetio.ErrNotCopyable
+	}
+	uctx, abort := context.WithCancel(ctx)
+	defer abort()
+	bw, err := store.NewWriter(uctx, in.Bucket, key, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet"})
+	if err != nil {
+		return res, fmt.Errorf("create %s: %w", key, err)
+	}
+	cw := &countingWriter{ctx: uctx, w: bw}
+	_, rowGroupBytes := in.Plan.Limits()
+	a, err := parquetio.NewAssembler(cw, writerLayout(layout), spec, parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows,
+		RowGroupBytes: rowGroupBytes, Mem: in.Mem})
+	if err == nil {
+		err = appendInputs(uctx, in, order, a, &res, progress)
+	}
+	if err == nil {
+		err = a.Close()
+	}
+	if err != nil {
+		abort()
+		a.Discard()
+		_ = bw.Close()
+		if errors.Is(err, parquetio.ErrNoRows) {
+			return res, &verify.MismatchError{What: fmt.Sprintf("output chunk %s would have no rows: the plan does not match its inputs", key)}
+		}
+		if errors.Is(err, parquetio.ErrNotCopyable) {
+			return res, err
+		}
+		return res, outputError(key, err)
+	}
+	if err := bw.Close(); err != nil {
+		return res, fmt.Errorf("upload %s: %w", key, err)
+	}
+	res.SizeBytes = cw.n
+	res.Read = a.Read
+	res.Stats = chunkstats.Stats{RowCount: a.Rows()}
+	for _, i := range order {
+		res.Stats.ArrowSizeBytes += in.Plan.Inputs[i].ArrowBytes
+	}
+	footer, blocks, footerBytes, err := readBack(ctx, in, key, layout.Footer, res.Stats.RowCount, func(c *openedChunk) error {
+		d, err := parquetio.CopyDigest(ctx, c.Chunk, spec)
+		if err != nil {
+			return readBackError(key, err)
+		}
+		res.Written = d
+		return timestampFacts(ctx, key, c.Chunk, &res.Stats)
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Footer, res.Blocks, res.FooterBytes = footer.Digest(), blocks, footerBytes
+	return res, nil
+}
+
+// openInput opens plan input i, checking that its footer is still the topic's.
+func (in Inputs) openInput(ctx context.Context, i int) (*openedChunk, error) {
+	pi := in.Plan.Inputs[i]
+	c, err := openChunk(ctx, in.Bucket, pi.ObjectKey, in.Mem)
+	if err != nil {
+		return nil, err
+	}
+	if _, drift := parquetio.PerFileDifferences(in.footer, c.Footer); drift != "" {
+		c.Close()
+		return nil, &ChunkError{Key: pi.ObjectKey, Err: fmt.Errorf("footer changed since planning: %s", drift)}
+	}
+	if c.NumRows != pi.Rows {
+		c.Close()
+		return nil, &ChunkError{Key: pi.ObjectKey, Err: fmt.Errorf("chunk holds %d rows, %d when planned", c.NumRows, pi.Rows)}
+	}
+	return c, nil
+}
+
+// appendInputs appends every row group of the inputs in order to a, taking each input's rows
+// 0…n−1 as its positions.
+func appendInputs(ctx context.Context, in Inputs, order []int, a *parquetio.Assembler, res *OutputResult, progress func(rows int64)) error {
+	for _, i := range order {
+		pi := in.Plan.Inputs[i]
+		c, err := in.openInput(ctx, i)
+		if err != nil {
+			return err
+		}
+		err = func() error {
+			defer c.Close()
+			for rg := range c.NumRowGroups() {
+				if err := faults.Hit(ctx, faults.WriteChunksEncode); err != nil {
+					return err
+				}
+				if err := a.Append(ctx, c.Chunk, rg); err != nil {
+					if parquetio.IsInputError(err) {
+						return &ChunkError{Key: pi.ObjectKey, Err: err}
+					}
+					return err
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+		taken := verify.NewChunkPositions(pi.ChunkID)
+		taken.AddRange(0, pi.Rows)
+		res.Taken.Add(taken)
+		if progress != nil {
+			progress(a.Rows())
+		}
+	}
+	return nil
+}
+
+// timestampFacts decodes the timestamps of the written chunk c (key) into st (null count,
+// min, max) and checks that they are in key order: non-null ones ascending, nulls last.
+func timestampFacts(ctx context.Context, key string, c *parquetio.Chunk, st *chunkstats.Stats) error {
+	ts, err := c.Timestamps(ctx)
+	if err != nil {
+		return readBackError(key, err)
+	}
+	defer ts.Release()
+	var lo, hi int64
+	found := false
+	for i := range ts.Len() {
+		if ts.IsNull(i) {
+			st.TimestampNullCount++
+			continue
+		}
+		v := ts.Value(i)
+		if st.TimestampNullCount > 0 || (found && v < hi) {
+			return &verify.MismatchError{What: fmt.Sprintf("written chunk %s: row %d is out of key order", key, i)}
+		}
+		if !found {
+			lo = v
+		}
+		hi, found = v, true
+	}
+	if found {
+		st.MinTimestampNs, st.MaxTimestampNs = &lo, &hi
+	}
+	return nil
+}
