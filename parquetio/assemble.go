@@ -75,13 +75,10 @@ func (l *Layout) CopySpecFor(chunks []*Chunk) *CopySpec {
 					return nil
 				}
 				enc, ok := dataEncoding(cc)
-				if !ok || cc.HasDictionaryPage() || cc.CryptoMetadata() != nil {
-					spec.Copied[leaf] = false
-					break
-				}
-				if first {
+				if first && ok {
 					spec.codec[leaf], spec.encoding[leaf], first = cc.Compression(), enc, false
-				} else if cc.Compression() != spec.codec[leaf] || enc != spec.encoding[leaf] {
+				}
+				if !spec.copies(cc, leaf) {
 					spec.Copied[leaf] = false
 					break
 				}
@@ -95,6 +92,13 @@ func (l *Layout) CopySpecFor(chunks []*Chunk) *CopySpec {
 		return nil
 	}
 	return spec
+}
+
+// copies says whether column chunk cc can be copied as leaf column leaf of the spec: no
+// dictionary page, not encrypted, the spec's codec and one data encoding, the spec's.
+func (s *CopySpec) copies(cc *metadata.ColumnChunkMetaData, leaf int) bool {
+	enc, ok := dataEncoding(cc)
+	return ok && !cc.HasDictionaryPage() && cc.CryptoMetadata() == nil && cc.Compression() == s.codec[leaf] && enc == s.encoding[leaf]
 }
 
 // dataEncoding returns the one encoding of a column chunk's data pages, from its encodings list
@@ -117,9 +121,19 @@ func dataEncoding(cc *metadata.ColumnChunkMetaData) (parquet.Encoding, bool) {
 	return enc, n == 1
 }
 
-// ErrNotCopyable is returned by Assembler.Append when an input's pages turn out not to be what
-// its footer promised the copy path (a page of another kind or encoding than the column chunk's
-// metadata lists): the output must be rewritten instead. Nothing of it is valid.
+// Copied pages are kept only while they are of about the size a Writer's pages are: at most
+// CopiedPageBytes uncompressed (a reader holds a page whole; arrow-go's default page size) and
+// CopiedPageRows rows (the unit a window read fetches: 8 of a Writer's pages). A larger page
+// makes its output rewritten (ErrNotCopyable).
+const (
+	CopiedPageBytes = 1 << 20
+	CopiedPageRows  = 8 * DataPageRows
+)
+
+// ErrNotCopyable is returned by Assembler.Append when an input's pages cannot be copied after
+// all: a page of another kind or encoding than the column chunk's metadata lists, a page larger
+// than CopiedPageBytes or CopiedPageRows, or an input whose columns differ from the spec's. The
+// output must be rewritten instead; nothing of it is valid.
 var ErrNotCopyable = errors.New("pages cannot be copied")
 
 // Assembler writes one chunk of a layout by the copy path: whole row groups of input chunks
@@ -255,6 +269,14 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 	}
 	g := a.group
 	md := c.pf.MetaData().RowGroup(rg)
+	if md.NumColumns() != len(a.spec.Copied) {
+		return inputErrorf("row group %d has %d columns, the topic %d", rg, md.NumColumns(), len(a.spec.Copied))
+	}
+	for leaf, copied := range a.spec.Copied {
+		if cc, err := md.ColumnChunk(leaf); copied && (err != nil || !a.spec.copies(cc, leaf)) {
+			return fmt.Errorf("row group %d column %d is stored otherwise than the copy spec's: %w", rg, leaf, ErrNotCopyable)
+		}
+	}
 	var ts *array.Int64 // the row group's timestamps, decoded when a page lacks statistics
 	defer func() {
 		if ts != nil {
@@ -333,6 +355,9 @@ func (a *Assembler) readPages(ctx context.Context, c *Chunk, rg, leaf int, cc *m
 		}
 		if p.uncompressed < 0 {
 			return nil, inputErrorf("row group %d column %d: page of %d bytes", rg, leaf, p.uncompressed)
+		}
+		if p.uncompressed > CopiedPageBytes || p.numValues > CopiedPageRows {
+			return nil, fmt.Errorf("row group %d column %d: page of %d values in %d bytes: %w", rg, leaf, p.numValues, p.uncompressed, ErrNotCopyable)
 		}
 		if cap(a.scratch) < int(p.uncompressed) {
 			a.scratch = make([]byte, p.uncompressed)

@@ -3,6 +3,7 @@ package parquetio
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -186,5 +187,44 @@ func TestCopySpecRefusesNestedSchemas(t *testing.T) {
 	defer c.Close()
 	if spec := c.Layout().CopySpecFor([]*Chunk{c}); spec != nil {
 		t.Fatalf("copy spec %v for a schema with a list column", spec.Copied)
+	}
+}
+
+func TestAssemblerRefusesInputsStoredOtherwise(t *testing.T) {
+	schema := flatSchema()
+	first := flatRows(schema, 0, 100, false)
+	defer first.Release()
+	second := flatRows(schema, 100, 100, false)
+	defer second.Release()
+	a0 := ingestedChunk(t, first, 100)
+	// The second input stores every column with a dictionary: its pages cannot join the first's.
+	dict := encodePlainWith(t, schema, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)), nil, second)
+	// A third stores its values in pages larger than CopiedPageRows rows.
+	big := flatRows(schema, 200, CopiedPageRows+1, false)
+	defer big.Release()
+	large := ingestedChunk(t, big, CopiedPageRows+1)
+	for name, other := range map[string][]byte{"dictionary": dict, "large pages": large} {
+		c0, err := Open(bytes.NewReader(a0), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c1, err := Open(bytes.NewReader(other), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := c0.Layout().CopySpecFor([]*Chunk{c0})
+		a, err := NewAssembler(&bytes.Buffer{}, c0.Layout(), spec, WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Append(context.Background(), c0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Append(context.Background(), c1, 0); !errors.Is(err, ErrNotCopyable) {
+			t.Errorf("%s: appending the second input: %v, want ErrNotCopyable", name, err)
+		}
+		a.Discard()
+		c0.Close()
+		c1.Close()
 	}
 }
