@@ -138,21 +138,57 @@ func (in Inputs) openInput(ctx context.Context, i int) (*openedChunk, error) {
 }
 
 // appendInputs appends every row group of the inputs in order to a, taking each input's rows
-// 0…n−1 as its positions.
+// 0…n−1 as its positions. A goroutine opens the inputs (fetch and footer) up to openAhead ahead
+// of the one being appended.
 func appendInputs(ctx context.Context, in Inputs, order []int, a *parquetio.Assembler, res *OutputResult, progress func(rows int64)) error {
+	type opened struct {
+		c   *openedChunk
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan opened, openAhead)
+	go func() {
+		defer close(next)
+		for _, i := range order {
+			c, err := in.openInput(ctx, i)
+			select {
+			case next <- opened{c, err}:
+			case <-ctx.Done():
+				if c != nil {
+					c.Close()
+				}
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		for o := range next {
+			if o.c != nil {
+				o.c.Close()
+			}
+		}
+	}()
 	for _, i := range order {
 		pi := in.Plan.Inputs[i]
-		c, err := in.openInput(ctx, i)
-		if err != nil {
-			return err
+		o, ok := <-next
+		if !ok {
+			return ctx.Err()
 		}
-		err = func() error {
-			defer c.Close()
-			for rg := range c.NumRowGroups() {
+		if o.err != nil {
+			return o.err
+		}
+		err := func() error {
+			defer o.c.Close()
+			for rg := range o.c.NumRowGroups() {
 				if err := faults.Hit(ctx, faults.WriteChunksEncode); err != nil {
 					return err
 				}
-				if err := a.Append(ctx, c.Chunk, rg); err != nil {
+				if err := a.Append(ctx, o.c.Chunk, rg); err != nil {
 					if parquetio.IsInputError(err) {
 						return &ChunkError{Key: pi.ObjectKey, Err: err}
 					}
@@ -173,6 +209,9 @@ func appendInputs(ctx context.Context, in Inputs, order []int, a *parquetio.Asse
 	}
 	return nil
 }
+
+// openAhead is how many inputs the copy path opens ahead of the one it appends.
+const openAhead = 2
 
 // timestampFacts decodes the timestamps of the written chunk c (key) into st (null count,
 // min, max) and checks that they are in key order: non-null ones ascending, nulls last.
