@@ -605,20 +605,41 @@ func TestScanRuns(t *testing.T) {
 }
 
 func TestWriteRollup(t *testing.T) {
-	ctx := context.Background()
 	chunks := [][]int64{
 		{10, 20, 30, 40, 50, 60, 70}, // sorted, two row groups of 4: one run, two blocks
 		{45, 15, N, 25},              // unsorted block with a null
 		{30, 30, 31},                 // ties with chunk 0
 	}
-	tp := newTopic(t, chunks)
+	testWriteRollup(t, newTopic(t, chunks), []int{0}, false, []plan.Key{
+		k(10, 0, 0), k(20, 0, 1), k(30, 0, 2), k(40, 0, 3), k(50, 0, 4), k(60, 0, 5), k(70, 0, 6),
+		k(15, 1, 1), k(25, 1, 3), k(45, 1, 0), k(N, 1, 2),
+		k(30, 2, 0), k(30, 2, 1), k(31, 2, 2),
+	})
+}
+
+func TestWriteRollupByCopy(t *testing.T) {
+	// Blocks stored in key order that overlap each other: the copy path keeps each a row group.
+	chunks := [][]int64{{10, 20, 30, 40, 50, 60, 70}, {15, 25, 45, N}, {30, 30, 31}}
+	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(4), parquet.WithDictionaryDefault(false),
+		parquet.WithDictionaryFor("payload", true), parquet.WithStats(true))
+	testWriteRollup(t, newTopicWith(t, chunks, props), nil, true, []plan.Key{
+		k(10, 0, 0), k(20, 0, 1), k(30, 0, 2), k(40, 0, 3), k(50, 0, 4), k(60, 0, 5), k(70, 0, 6),
+		k(15, 1, 0), k(25, 1, 1), k(45, 1, 2), k(N, 1, 3),
+		k(30, 2, 0), k(30, 2, 1), k(31, 2, 2),
+	})
+}
+
+// testWriteRollup writes a rollup of tp's three chunks, the second's row groups unsorted as
+// given, and checks its rows (want), blocks and path (copied).
+func testWriteRollup(t *testing.T, tp *topic, unsortedBlocks []int, copied bool, want []plan.Key) {
+	ctx := context.Background()
 	inputs := make([]plan.Input, len(tp.refs))
 	for j, r := range tp.refs {
 		s := tp.scans[j]
 		inputs[j] = plan.Input{ChunkID: r.ID, ObjectKey: r.Key, Rows: s.Rows, SizeBytes: r.SizeBytes,
 			FooterBytes: s.FooterBytes, ArrowBytes: r.ArrowBytes, Ordinal: j}
 	}
-	inputs[1].Unsorted = []int{0}
+	inputs[1].Unsorted = unsortedBlocks
 	inputs[2].BlockSources = []string{"tp_older/data/00002.parquet"}
 	p, err := plan.Rollup(inputs, [][]int{{0, 1, 2}}, plan.Totals{}, plan.Options{})
 	if err != nil {
@@ -632,15 +653,10 @@ func TestWriteRollup(t *testing.T) {
 	}
 	got, _, digest := readOutput(t, tp.bucket, key)
 	// Each input's rows in input order; each block sorted on its own.
-	want := []plan.Key{
-		k(10, 0, 0), k(20, 0, 1), k(30, 0, 2), k(40, 0, 3), k(50, 0, 4), k(60, 0, 5), k(70, 0, 6),
-		k(15, 1, 1), k(25, 1, 3), k(45, 1, 0), k(N, 1, 2),
-		k(30, 2, 0), k(30, 2, 1), k(31, 2, 2),
-	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("rollup rows\n  %v\nwant\n  %v", got, want)
 	}
-	if res.Read != res.Written || res.Written != digest {
+	if res.Copied != copied || res.Read != res.Written || (!copied && res.Written != digest) {
 		t.Fatalf("digests: read %s written %s file %s", res.Read, res.Written, digest)
 	}
 	var blocks []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"gocloud.dev/blob"
@@ -46,13 +47,15 @@ func copyOrder(p *plan.Plan, o plan.Output) (order []int, ok bool) {
 	return order, len(order) > 0
 }
 
-// writeCopy writes output o of a merge plan by the copy path, appending the inputs in order (see
-// copyOrder) to a parquetio.Assembler whose copy spec is taken from the first input. It returns
+// writeCopy writes an output chunk by the copy path, appending the inputs in order (see
+// copyOrder, rollupCopyable) to a parquetio.Assembler whose copy spec is taken from the first
+// input; with blocks, each input row group is a row group of its own (a block of a rollup, its
+// source chunk in the result's Sources). It returns
 // parquetio.ErrNotCopyable (nothing written: the upload aborted) when an input's columns do not
 // allow the spec's copies; the caller then rewrites the output. The output is read back and
 // checked as WriteOutput's are; its digests are the copy digest (pages of copied columns,
 // values of the others: parquetio.CopyDigest), its positions every row of each input.
-func writeCopy(ctx context.Context, in Inputs, o plan.Output, order []int, key string, layout *parquetio.Layout,
+func writeCopy(ctx context.Context, in Inputs, order []int, blocks bool, key string, layout *parquetio.Layout,
 	progress func(rows int64)) (OutputResult, error) {
 	res := OutputResult{Key: key, Taken: verify.Taken{}, Copied: true}
 	if err := faults.Hit(ctx, faults.WriteChunksMerge); err != nil {
@@ -78,7 +81,7 @@ func writeCopy(ctx context.Context, in Inputs, o plan.Output, order []int, key s
 	a, err := parquetio.NewAssembler(cw, writerLayout(layout), spec, parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows,
 		RowGroupBytes: rowGroupBytes, Mem: in.Mem})
 	if err == nil {
-		err = appendInputs(uctx, in, order, a, &res, progress)
+		err = appendInputs(uctx, in, order, blocks, a, &res, progress)
 	}
 	if err == nil {
 		err = a.Close()
@@ -104,19 +107,34 @@ func writeCopy(ctx context.Context, in Inputs, o plan.Output, order []int, key s
 	for _, i := range order {
 		res.Stats.ArrowSizeBytes += in.Plan.Inputs[i].ArrowBytes
 	}
-	footer, blocks, footerBytes, err := readBack(ctx, in, key, layout.Footer, res.Stats.RowCount, func(c *openedChunk) error {
+	footer, written, footerBytes, err := readBack(ctx, in, key, layout.Footer, res.Stats.RowCount, func(c *openedChunk) error {
 		d, err := parquetio.CopyDigest(ctx, c.Chunk, spec)
 		if err != nil {
 			return readBackError(key, err)
 		}
 		res.Written = d
-		return timestampFacts(ctx, key, c.Chunk, &res.Stats)
+		return timestampFacts(ctx, key, c.Chunk, blocks, &res.Stats)
 	})
 	if err != nil {
 		return res, err
 	}
-	res.Footer, res.Blocks, res.FooterBytes = footer.Digest(), blocks, footerBytes
+	res.Footer, res.Blocks, res.FooterBytes = footer.Digest(), written, footerBytes
+	if blocks && len(res.Sources) != len(written) {
+		return res, &verify.MismatchError{What: fmt.Sprintf("written chunk %s has %d row groups, %d blocks written",
+			key, len(written), len(res.Sources))}
+	}
 	return res, nil
+}
+
+// rollupCopyable says whether output o of a concatenate plan can be written by the copy path:
+// every input a whole chunk whose row groups are all stored in key order.
+func rollupCopyable(p *plan.Plan, o plan.Output) bool {
+	for _, i := range o.Inputs {
+		if pi := p.Inputs[i]; pi.RowGroups != nil || len(pi.Unsorted) > 0 {
+			return false
+		}
+	}
+	return len(o.Inputs) > 0
 }
 
 // openInput opens plan input i, checking that its footer is still the topic's.
@@ -140,7 +158,7 @@ func (in Inputs) openInput(ctx context.Context, i int) (*openedChunk, error) {
 // appendInputs appends every row group of the inputs in order to a, taking each input's rows
 // 0…n−1 as its positions. A goroutine opens the inputs (fetch and footer) up to openAhead ahead
 // of the one being appended.
-func appendInputs(ctx context.Context, in Inputs, order []int, a *parquetio.Assembler, res *OutputResult, progress func(rows int64)) error {
+func appendInputs(ctx context.Context, in Inputs, order []int, blocks bool, a *parquetio.Assembler, res *OutputResult, progress func(rows int64)) error {
 	type opened struct {
 		c   *openedChunk
 		err error
@@ -194,6 +212,17 @@ func appendInputs(ctx context.Context, in Inputs, order []int, a *parquetio.Asse
 					}
 					return err
 				}
+				if !blocks || o.c.RowGroupRows(rg) == 0 {
+					continue
+				}
+				if err := a.EndRowGroup(); err != nil {
+					return err
+				}
+				src := pi.ObjectKey
+				if rg < len(pi.BlockSources) && pi.BlockSources[rg] != "" {
+					src = pi.BlockSources[rg]
+				}
+				res.Sources = append(res.Sources, src)
 			}
 			return nil
 		}()
@@ -214,28 +243,39 @@ func appendInputs(ctx context.Context, in Inputs, order []int, a *parquetio.Asse
 const openAhead = 2
 
 // timestampFacts decodes the timestamps of the written chunk c (key) into st (null count,
-// min, max) and checks that they are in key order: non-null ones ascending, nulls last.
-func timestampFacts(ctx context.Context, key string, c *parquetio.Chunk, st *chunkstats.Stats) error {
+// min, max) and checks that they are in key order (non-null ones ascending, nulls last): the
+// whole chunk's, or with blocks each row group's.
+func timestampFacts(ctx context.Context, key string, c *parquetio.Chunk, blocks bool, st *chunkstats.Stats) error {
 	ts, err := c.Timestamps(ctx)
 	if err != nil {
 		return readBackError(key, err)
 	}
 	defer ts.Release()
-	var lo, hi int64
-	found := false
+	var lo, hi, prev int64
+	found, null := false, false
+	rg, end := 0, c.RowGroupRows(0)
 	for i := range ts.Len() {
+		for blocks && int64(i) >= end && rg+1 < c.NumRowGroups() {
+			rg++
+			end += c.RowGroupRows(rg)
+			prev, null = math.MinInt64, false
+		}
 		if ts.IsNull(i) {
 			st.TimestampNullCount++
+			null = true
 			continue
 		}
 		v := ts.Value(i)
-		if st.TimestampNullCount > 0 || (found && v < hi) {
+		if null || (found && v < prev) {
 			return &verify.MismatchError{What: fmt.Sprintf("written chunk %s: row %d is out of key order", key, i)}
 		}
-		if !found {
+		if !found || v < lo {
 			lo = v
 		}
-		hi, found = v, true
+		if !found || v > hi {
+			hi = v
+		}
+		prev, found = v, true
 	}
 	if found {
 		st.MinTimestampNs, st.MaxTimestampNs = &lo, &hi

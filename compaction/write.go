@@ -119,7 +119,7 @@ func (in Inputs) limits() parquetio.Limits {
 func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	in.footer = layout.Footer
 	if order, ok := copyOrder(in.Plan, o); ok && CopyPages {
-		res, err := writeCopy(ctx, in, o, order, key, layout, progress)
+		res, err := writeCopy(ctx, in, order, false, key, layout, progress)
 		if !errors.Is(err, parquetio.ErrNotCopyable) {
 			return res, err
 		}
@@ -144,9 +144,16 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 // key: the rows of each of o's inputs in input order, each row group of each input a block of its
 // own (its rows sorted when they are not stored in key order), so every block keeps the range of
 // the small write it came from. Deterministic, checked and read back like WriteOutput; the
-// result's Sources name each block's source chunk.
+// result's Sources name each block's source chunk. When every input row group is stored in key
+// order the output is written by the copy path (writeCopy) where the inputs' columns allow it.
 func WriteRollup(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	in.footer = layout.Footer
+	if CopyPages && rollupCopyable(in.Plan, o) {
+		res, err := writeCopy(ctx, in, o.Inputs, true, key, layout, progress)
+		if !errors.Is(err, parquetio.ErrNotCopyable) {
+			return res, err
+		}
+	}
 	return writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
 		var h verify.Hasher
 		for _, i := range o.Inputs {
