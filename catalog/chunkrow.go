@@ -122,6 +122,20 @@ func decodeBlocks(b []byte) ([]Block, error) {
 	return blocks, nil
 }
 
+// StoredColumnStats returns stats as a chunk's ColumnStats read back from the catalog: a Min or
+// Max the catalog cannot hold faithfully dropped (see encodeColumnStats), numbers as int64 when
+// integral and within its range and as float64 otherwise, whatever their Go type was (a float
+// column's min 3.0 comes back as int64 3, a uint64 above the int64 range as the nearest
+// float64). An empty map gives nil. It fails, as AddChunk would, on a column name that is not
+// valid text.
+func StoredColumnStats(stats map[string]ColumnStats) (map[string]ColumnStats, error) {
+	b, err := encodeColumnStats(stats)
+	if err != nil {
+		return nil, err
+	}
+	return decodeColumnStats(b)
+}
+
 // encodeColumnStats returns the JSON stored in column_stats. A Min or Max that JSONB cannot hold
 // faithfully (a string with a NUL byte or invalid UTF-8, a NaN or infinite float) is stored as
 // unknown (nil) instead. Field names must be valid text.

@@ -14,6 +14,10 @@ import (
 type columnAccumulator interface {
 	add(arr arrow.Array)
 	stats() catalog.ColumnStats
+	// compare orders two Min or Max values of the column as stats returns them or the catalog
+	// reads them back (MergeColumns); ok is false when either is not such a value, and always
+	// for a column without min/max.
+	compare(a, b any) (c int, ok bool)
 }
 
 // newColumnAccumulator picks the accumulator for a column type: min/max for signed integers (as
@@ -113,6 +117,8 @@ func (c *numberColumn[T]) stats() catalog.ColumnStats {
 	return s
 }
 
+func (c *numberColumn[T]) compare(a, b any) (int, bool) { return compareNumbers(a, b) }
+
 // scanNumbers returns the min and max of the valid values of arr (whose values slice is vals);
 // with finiteOnly, NaN and ±Inf are skipped. found is false when no value qualified.
 func scanNumbers[T number](vals []T, arr arrow.Array, finiteOnly bool) (lo, hi T, found bool) {
@@ -191,6 +197,8 @@ func (c *stringColumn) stats() catalog.ColumnStats {
 	return s
 }
 
+func (c *stringColumn) compare(a, b any) (int, bool) { return compareAs[string](a, b, strings.Compare) }
+
 // boolColumn tracks null count and min/max (false < true) of a boolean column.
 type boolColumn struct {
 	seenFalse, seenTrue bool
@@ -226,6 +234,28 @@ func (c *boolColumn) stats() catalog.ColumnStats {
 	return s
 }
 
+func (c *boolColumn) compare(a, b any) (int, bool) {
+	return compareAs(a, b, func(x, y bool) int {
+		switch {
+		case x == y:
+			return 0
+		case y:
+			return -1
+		}
+		return 1
+	})
+}
+
+// compareAs orders a and b by order when both are of type T.
+func compareAs[T any](a, b any, order func(x, y T) int) (int, bool) {
+	x, ok := a.(T)
+	y, ok2 := b.(T)
+	if !ok || !ok2 {
+		return 0, false
+	}
+	return order(x, y), true
+}
+
 // nullsOnlyColumn counts nulls of a column without min/max (binary, nested and other types).
 type nullsOnlyColumn struct{ nulls int64 }
 
@@ -233,3 +263,4 @@ func (c *nullsOnlyColumn) add(arr arrow.Array) { c.nulls += int64(arr.NullN()) }
 func (c *nullsOnlyColumn) stats() catalog.ColumnStats {
 	return catalog.ColumnStats{NullCount: c.nulls}
 }
+func (c *nullsOnlyColumn) compare(a, b any) (int, bool) { return 0, false }
