@@ -48,6 +48,13 @@ func RecordOutcome(rec metrics.Recorder, in, res any, err error) {
 		if r.Quarantined {
 			rec.TopicQuarantined(pol)
 		}
+	case WriteChunksResult:
+		if r.CopiedChunks > 0 {
+			rec.ChunksWritten(metrics.PathCopy, r.CopiedChunks, r.CopiedArrowBytes)
+		}
+		if n := r.WrittenChunks - r.CopiedChunks; n > 0 {
+			rec.ChunksWritten(metrics.PathRewrite, n, r.WrittenArrowBytes-r.CopiedArrowBytes)
+		}
 	case DeleteMarkedPrefixesResult:
 		rec.CleanupDone(metrics.CleanupPrefixes, r.Deleted, r.DeleteFailed)
 		rec.CleanupDone(metrics.CleanupObjects, r.DeletedObjects, 0)

@@ -26,6 +26,9 @@ func (l *metricsLog) StepFinished(string, time.Duration, error) {}
 func (l *metricsLog) CleanupDone(kind string, deleted, failed int) {
 	l.add(fmt.Sprintf("cleanup %s %d %d", kind, deleted, failed))
 }
+func (l *metricsLog) ChunksWritten(path string, chunks int, arrowBytes int64) {
+	l.add(fmt.Sprintf("written %s %d %d", path, chunks, arrowBytes))
+}
 
 // TestRecordOutcome: what RecordOutcome reads from each activity's input and result, for every
 // kind of end of a topic and every cleanup result.
@@ -58,6 +61,11 @@ func TestRecordOutcome(t *testing.T) {
 		{nil, DeleteReplacedObjectsResult{Deleted: 5}, nil, "cleanup replaced_objects 5 0"},
 		{nil, DeleteReplacedObjectsResult{Deleted: 5}, fail, ""},
 		{ReadSortInput{}, ReadSortResult{NothingToDo: true}, nil, ""},
+		{WriteChunksInput{}, WriteChunksResult{Chunks: 4, WrittenChunks: 3, WrittenArrowBytes: 300, CopiedChunks: 2, CopiedArrowBytes: 250}, nil,
+			"written copy 2 250|written rewrite 1 50"},
+		{WriteChunksInput{}, WriteChunksResult{Chunks: 2, WrittenChunks: 1, WrittenArrowBytes: 10}, nil, "written rewrite 1 10"},
+		{WriteChunksInput{}, WriteChunksResult{Chunks: 2}, nil, ""}, // all staged by an earlier attempt
+		{WriteChunksInput{}, WriteChunksResult{WrittenChunks: 1, WrittenArrowBytes: 10}, fail, ""},
 	} {
 		log := &metricsLog{}
 		RecordOutcome(log, c.in, c.res, c.err)

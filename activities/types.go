@@ -213,11 +213,14 @@ type WriteChunksResult struct {
 	Chunks int
 	Rows   int64
 	Bytes  int64
-	// CopiedChunks and CopiedArrowBytes count the output chunks this call wrote by the copy path
-	// (compaction.OutputResult.Copied) and their rows' Arrow bytes; outputs staged by an earlier
-	// attempt are counted in Chunks only.
-	CopiedChunks     int
-	CopiedArrowBytes int64
+	// WrittenChunks and WrittenArrowBytes count the output chunks this call wrote (outputs staged
+	// by an earlier attempt are counted in Chunks only) and their rows' Arrow bytes;
+	// CopiedChunks and CopiedArrowBytes those of them written by the copy path
+	// (compaction.OutputResult.Copied).
+	WrittenChunks     int
+	WrittenArrowBytes int64
+	CopiedChunks      int
+	CopiedArrowBytes  int64
 }
 
 // CommitInput is the input of Commit.

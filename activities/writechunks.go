@@ -55,7 +55,10 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 	if err != nil {
 		return WriteChunksResult{}, a.classify(topic.Locator, err)
 	}
-	inputs := compaction.Inputs{Bucket: a.Bucket, Plan: p, Mem: a.mem()}
+	inputs := compaction.Inputs{Bucket: a.Bucket, Plan: p, Mem: a.mem(),
+		ColumnStats: func(ctx context.Context, ids []int64) (map[int64]map[string]catalog.ColumnStats, error) {
+			return a.Catalog.ColumnStats(ctx, topic.ID, ids)
+		}}
 	var res WriteChunksResult
 	for _, o := range outputs {
 		if s, ok := done[o.Ordinal]; ok {
@@ -100,6 +103,8 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		res.Chunks++
 		res.Rows += st.RowCount
 		res.Bytes += out.SizeBytes
+		res.WrittenChunks++
+		res.WrittenArrowBytes += st.ArrowSizeBytes
 		if out.Copied {
 			res.CopiedChunks++
 			res.CopiedArrowBytes += st.ArrowSizeBytes

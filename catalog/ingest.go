@@ -210,6 +210,24 @@ func chunksOf(ctx context.Context, q querier, topicID int64) ([]Chunk, error) {
 	return chunks, nil
 }
 
+// ColumnStats returns the column statistics of the given chunks of a topic, by chunk ID (a chunk
+// that is not the topic's, or no longer exists, is absent; one without statistics maps to nil).
+func (c *Catalog) ColumnStats(ctx context.Context, topicID int64, chunkIDs []int64) (map[int64]map[string]ColumnStats, error) {
+	rows, _ := c.Pool.Query(ctx, `SELECT id, column_stats FROM chunks WHERE topic_id = $1 AND id = ANY($2)`, topicID, chunkIDs)
+	out := map[int64]map[string]ColumnStats{}
+	var id int64
+	var raw []byte
+	_, err := pgx.ForEachRow(rows, []any{&id, &raw}, func() error {
+		st, err := decodeColumnStats(raw)
+		out[id] = st
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: column stats of %d chunks of topic %d: %w", len(chunkIDs), topicID, err)
+	}
+	return out, nil
+}
+
 // TopicPrefixes returns the data prefixes the topic's chunks may live under: its data prefix and
 // the fresh prefix of every committed optimization of the topic, without duplicates. Keys of the
 // topic's chunks outside these prefixes are refused by the optimizer.

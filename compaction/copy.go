@@ -9,6 +9,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/chunkstats"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/parquetio"
@@ -54,7 +55,8 @@ func copyOrder(p *plan.Plan, o plan.Output) (order []int, ok bool) {
 // parquetio.ErrNotCopyable (nothing written: the upload aborted) when an input's columns do not
 // allow the spec's copies; the caller then rewrites the output. The output is read back and
 // checked as WriteOutput's are; its digests are the copy digest (pages of copied columns,
-// values of the others: parquetio.CopyDigest), its positions every row of each input.
+// values of the others: parquetio.CopyDigest), its positions every row of each input, its
+// column statistics the inputs' merged.
 func writeCopy(ctx context.Context, in Inputs, order []int, blocks bool, key string, layout *parquetio.Layout,
 	progress func(rows int64)) (OutputResult, error) {
 	res := OutputResult{Key: key, Taken: verify.Taken{}, Copied: true}
@@ -104,6 +106,9 @@ func writeCopy(ctx context.Context, in Inputs, order []int, blocks bool, key str
 	res.SizeBytes = cw.n
 	res.Read = a.Read
 	res.Stats = chunkstats.Stats{RowCount: a.Rows()}
+	if res.Stats.Columns, err = in.mergedStats(ctx, layout, order); err != nil {
+		return res, err
+	}
 	for _, i := range order {
 		res.Stats.ArrowSizeBytes += in.Plan.Inputs[i].ArrowBytes
 	}
@@ -241,6 +246,31 @@ func appendInputs(ctx context.Context, in Inputs, order []int, blocks bool, a *p
 
 // openAhead is how many inputs the copy path opens ahead of the one it appends.
 const openAhead = 2
+
+// mergedStats returns the inputs' column statistics merged (chunkstats.MergeColumns), nil when
+// the catalog's are not at hand or an input's are missing.
+func (in Inputs) mergedStats(ctx context.Context, layout *parquetio.Layout, order []int) (map[string]catalog.ColumnStats, error) {
+	if in.ColumnStats == nil {
+		return nil, nil
+	}
+	ids := make([]int64, len(order))
+	for k, i := range order {
+		ids[k] = in.Plan.Inputs[i].ChunkID
+	}
+	stats, err := in.ColumnStats(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]map[string]catalog.ColumnStats, len(ids))
+	for k, id := range ids {
+		st, ok := stats[id]
+		if !ok || st == nil {
+			return nil, nil
+		}
+		parts[k] = st
+	}
+	return chunkstats.MergeColumns(layout.Schema, parts), nil
+}
 
 // timestampFacts decodes the timestamps of the written chunk c (key) into st (null count,
 // min, max) and checks that they are in key order (non-null ones ascending, nulls last): the

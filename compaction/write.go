@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/chunkstats"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/merge"
@@ -55,7 +56,11 @@ type Inputs struct {
 	Bucket *blob.Bucket
 	Plan   *plan.Plan
 	Mem    memory.Allocator
-	footer *parquetio.Footer // the topic's, set by WriteOutput and WriteRollup from their layout
+	// ColumnStats returns the catalog's column statistics of input chunks by chunk ID; an output
+	// written by the copy path (whose values are not all decoded) takes its inputs' merged. Nil:
+	// such outputs have no column statistics.
+	ColumnStats func(ctx context.Context, chunkIDs []int64) (map[int64]map[string]catalog.ColumnStats, error)
+	footer      *parquetio.Footer // the topic's, set by WriteOutput and WriteRollup from their layout
 	// shared holds the chunks opened for several runs at once (a rollup chunk has one run per
 	// block), so that each is opened and its footer decoded once, not once per run.
 	shared map[string]*sharedChunk

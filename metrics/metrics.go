@@ -106,7 +106,19 @@ type Recorder interface {
 	// CleanupDone records what one cleanup activity deleted and failed to delete, by kind
 	// (one of CleanupKinds).
 	CleanupDone(kind string, deleted, failed int)
+	// ChunksWritten records output chunks written (and verified) by one write-chunks step, by
+	// path (one of WritePaths), and the Arrow bytes of their rows.
+	ChunksWritten(path string, chunks int, arrowBytes int64)
 }
+
+// Paths by which an output chunk is written (docs/design.md#the-copy-path).
+const (
+	PathRewrite = "rewrite"
+	PathCopy    = "copy"
+)
+
+// WritePaths are the values of the path label.
+var WritePaths = []string{PathRewrite, PathCopy}
 
 // Nop is the Recorder of a worker without metrics: every method does nothing.
 type Nop struct{}
@@ -117,3 +129,4 @@ func (Nop) TopicSkipped(string, string)               {}
 func (Nop) TopicQuarantined(string)                   {}
 func (Nop) StepFinished(string, time.Duration, error) {}
 func (Nop) CleanupDone(string, int, int)              {}
+func (Nop) ChunksWritten(string, int, int64)          {}

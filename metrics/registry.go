@@ -60,6 +60,7 @@ type Registry struct {
 	inputBytes, outputBytes         *prometheus.CounterVec // {policy}
 	steps                           *prometheus.HistogramVec
 	cleanupDeleted, cleanupFailed   *prometheus.CounterVec // {kind}
+	writtenChunks, writtenBytes     *prometheus.CounterVec // {path}
 	temporal                        client.MetricsHandler
 	temporalCloser                  io.Closer
 	onRegisterError                 func(error)
@@ -96,6 +97,9 @@ func NewRegistry(onError func(error)) *Registry {
 	r.cleanupDeleted = r.counterVec("cleanup_deleted_total",
 		"What cleanup deleted: prefixes, objects of those prefixes, temporary files, aborted uploads, replaced objects.", "kind")
 	r.cleanupFailed = r.counterVec("cleanup_failed_total", "What cleanup failed to delete (retried by a later pass), by kind.", "kind")
+	r.writtenChunks = r.counterVec("written_chunks_total",
+		"Output chunks written and read back by write-chunks steps (also of optimizations that failed later), by path: rewritten, or assembled from the inputs' pages by the copy path.", "path")
+	r.writtenBytes = r.counterVec("written_arrow_bytes_total", "Arrow bytes of the rows of the output chunks written, by path.", "path")
 	r.counterFunc("bytes_read_total", "Bytes this process read from the object store.", store.BytesRead)
 	r.counterFunc("bytes_written_total", "Bytes of the objects this process wrote to the object store.", store.BytesWritten)
 
@@ -115,6 +119,10 @@ func NewRegistry(onError func(error)) *Registry {
 	for _, k := range CleanupKinds {
 		r.cleanupDeleted.WithLabelValues(k)
 		r.cleanupFailed.WithLabelValues(k)
+	}
+	for _, p := range WritePaths {
+		r.writtenChunks.WithLabelValues(p)
+		r.writtenBytes.WithLabelValues(p)
 	}
 	return r
 }
@@ -208,6 +216,12 @@ func (r *Registry) TopicOptimized(o Optimization) {
 	r.rows.WithLabelValues(o.Policy).Add(float64(o.Rows))
 	r.inputBytes.WithLabelValues(o.Policy).Add(float64(o.InputBytes))
 	r.outputBytes.WithLabelValues(o.Policy).Add(float64(o.OutputBytes))
+}
+
+// ChunksWritten implements Recorder.
+func (r *Registry) ChunksWritten(path string, chunks int, arrowBytes int64) {
+	r.writtenChunks.WithLabelValues(path).Add(float64(chunks))
+	r.writtenBytes.WithLabelValues(path).Add(float64(arrowBytes))
 }
 
 // TopicFailed implements Recorder.
