@@ -258,7 +258,16 @@ var ErrNoRows = errors.New("topic has no rows")
 // largest input footer) is kept free in every output. samples[i] are the samples of
 // inputs[i] in ascending key order. A cut is placed before the sample that would take an output
 // over the limit, so an output exceeds the limit only when a single sample (one row, for exact
-// samples) is larger than the limit. Returns ErrNoRows when the inputs hold no row.
+// samples) is larger than the limit.
+//
+// Cuts fall at clean input boundaries where they can: when that sample belongs to a separate
+// input (one whose [First, Last] meets no other input's, see separateInputs) that fits the limit
+// on its own and that already gave the output earlier rows, the cut moves back to the input's
+// First, so the input goes whole to the next output (whose writer may then copy its pages
+// instead of re-encoding them) and the output stays under the limit by less than that input's
+// bytes. An input larger than the limit is split wherever the limit falls: moving the cut back
+// would leave a smaller output without making the input whole. Overlapping inputs are cut as
+// above. Returns ErrNoRows when the inputs hold no row.
 func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*Plan, error) {
 	if opts.MaxChunkSizeBytes <= 0 {
 		opts.MaxChunkSizeBytes = DefaultMaxChunkSizeBytes
@@ -269,12 +278,14 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 	type weighted struct {
 		Sample
 		bytes int64
+		input int // position in inputs
 	}
 	n := 0
 	for _, s := range samples {
 		n += len(s)
 	}
 	all := make([]weighted, 0, n)
+	inputBytes := make([]int64, len(inputs)) // the weight of all samples of each input
 	var rows, footer int64
 	for i, in := range inputs {
 		footer = max(footer, in.FooterBytes)
@@ -287,7 +298,8 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 			if b <= 0 {
 				b = bytesOf(in, s.Rows)
 			}
-			all = append(all, weighted{Sample: s, bytes: b})
+			all = append(all, weighted{Sample: s, bytes: b, input: i})
+			inputBytes[i] += b
 		}
 	}
 	if rows == 0 {
@@ -299,16 +311,42 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 	p.Policy, p.Kind = policy.Full, KindMerge
 	// Room for the output's own footer: about the largest input footer (same schema).
 	budget := max(opts.MaxChunkSizeBytes-footer, 1)
+	separate := separateInputs(inputs)
 	cur := Output{}
+	// The samples of a separate input are consecutive in all. When the current output holds
+	// the start of one, run is its position in inputs and runRows, runBytes what the output
+	// holds of it; run is -1 otherwise.
+	run, runRows, runBytes := -1, int64(0), int64(0)
 	for _, s := range all {
+		if s.input != run {
+			run, runRows, runBytes = -1, 0, 0
+			if separate[s.input] && s.Key.Compare(inputs[s.input].First) <= 0 {
+				run = s.input
+			}
+		}
 		if cur.EstRows > 0 && cur.EstBytes+s.bytes > budget {
 			k := s.Key
+			// Move the cut back to the start of a separate input that fits an output whole, if
+			// the output keeps a row.
+			moved := run >= 0 && runRows > 0 && cur.EstRows > runRows && inputBytes[run] <= budget
+			if moved {
+				k = inputs[run].First
+				cur.EstRows -= runRows
+				cur.EstBytes -= runBytes
+			}
 			cur.Hi = &k
 			p.Outputs = append(p.Outputs, cur)
 			cur = Output{Ordinal: len(p.Outputs), Lo: &k}
+			if moved {
+				cur.EstRows, cur.EstBytes = runRows, runBytes
+			}
 		}
 		cur.EstRows += s.Rows
 		cur.EstBytes += s.bytes
+		if run >= 0 {
+			runRows += s.Rows
+			runBytes += s.bytes
+		}
 	}
 	p.Outputs = append(p.Outputs, cur)
 	p.setGroupSize()
@@ -409,6 +447,31 @@ func bytesOf(in Input, rows int64) int64 {
 	}
 	data := max(in.SizeBytes-in.FooterBytes, 0)
 	return (data*rows + in.Rows - 1) / in.Rows
+}
+
+// separateInputs reports, per position in inputs, whether the input has rows and its [First,
+// Last] meets no other input's with rows: then its rows are consecutive in the global order and
+// no other input's row lies between them. Inputs are compared in ascending First (ties by
+// position, so the answer does not depend on the order of equal keys).
+func separateInputs(inputs []Input) []bool {
+	order := make([]int, 0, len(inputs))
+	for j, in := range inputs {
+		if in.Rows > 0 {
+			order = append(order, j)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return inputs[a].First.Compare(inputs[b].First) })
+	separate := make([]bool, len(inputs))
+	var reach *Key // the largest Last of the inputs before the current one in First order
+	for n, j := range order {
+		in := inputs[j]
+		separate[j] = (reach == nil || reach.Compare(in.First) < 0) &&
+			(n+1 == len(order) || in.Last.Compare(inputs[order[n+1]].First) < 0)
+		if reach == nil || in.Last.Compare(*reach) > 0 {
+			reach = &in.Last
+		}
+	}
+	return separate
 }
 
 // overlaps reports whether any key of in may lie in [lo, hi).

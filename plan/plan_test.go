@@ -164,6 +164,39 @@ func checkExact(t *testing.T, f fixture, p *Plan, opts Options) {
 	}
 	maxSize := cmp.Or(opts.MaxChunkSizeBytes, DefaultMaxChunkSizeBytes)
 	budget := max(maxSize-footer, 1)
+	// Separate inputs, pairwise: rows, and a [First, Last] that meets no other input's.
+	inputBytes := make([]int64, len(f.inputs))
+	separateAt := map[string]int{} // First of a separate input → its position
+	for j, in := range f.inputs {
+		if in.Rows == 0 {
+			continue
+		}
+		inputBytes[j] = rowBytes(in) * in.Rows
+		separate := true
+		for i, other := range f.inputs {
+			if i != j && other.Rows > 0 && other.First.Compare(in.Last) <= 0 && in.First.Compare(other.Last) <= 0 {
+				separate = false
+			}
+		}
+		if separate {
+			separateAt[in.First.String()] = j
+		}
+	}
+	fitsWhole := func(j int) bool { return inputBytes[j] <= budget }
+	for _, j := range separateAt {
+		if !fitsWhole(j) {
+			continue
+		}
+		var in []int
+		for i := range p.Outputs {
+			if holds[i][j] {
+				in = append(in, i)
+			}
+		}
+		if len(in) != 1 {
+			fail("separate input %d (%d bytes, budget %d) is split over outputs %v", j, inputBytes[j], budget, in)
+		}
+	}
 	for i, o := range p.Outputs {
 		if rows[i] == 0 {
 			fail("output %d holds no row", i)
@@ -175,7 +208,12 @@ func checkExact(t *testing.T, f fixture, p *Plan, opts Options) {
 			fail("output %d: %d bytes over the budget %d with %d rows", i, o.EstBytes, budget, o.EstRows)
 		}
 		if i+1 < len(p.Outputs) && o.EstBytes+firstBytes[i+1] <= budget {
-			fail("output %d (%d bytes) cut early: the next row (%d bytes) fits the budget %d", i, o.EstBytes, firstBytes[i+1], budget)
+			// Only at the start of a separate input that fits an output whole and would have
+			// overflowed this one.
+			j, ok := separateAt[p.Outputs[i+1].Lo.String()]
+			if !ok || !fitsWhole(j) || o.EstBytes+inputBytes[j] <= budget {
+				fail("output %d (%d bytes) cut early: the next row (%d bytes) fits the budget %d", i, o.EstBytes, firstBytes[i+1], budget)
+			}
 		}
 		// Inputs: exactly those with rows whose [First, Last] meets [Lo, Hi).
 		var want []int
@@ -287,11 +325,86 @@ out1   [5@2:0, +inf) rows=2 bytes=20 inputs=[2]
 			picture: `
 in0   s [10@0:0 .. 40@0:3]     |##..| rows=4
 in1   u [15@1:1 .. null@1:2]   |###.| rows=4
-in2   s [null@2:0 .. null@2:1] |..##| rows=2
+in2   s [null@2:0 .. null@2:1] |...#| rows=2
 out0   [-inf, 25@1:3) rows=3 bytes=30 inputs=[0 1]
 out1   [25@1:3, 40@1:0) rows=3 bytes=30 inputs=[0 1]
-out2   [40@1:0, null@2:1) rows=3 bytes=30 inputs=[1 2]
-out3   [null@2:1, +inf) rows=1 bytes=10 inputs=[2]
+out2   [40@1:0, null@2:0) rows=2 bytes=20 inputs=[1]
+out3   [null@2:0, +inf) rows=2 bytes=20 inputs=[2]
+`,
+		},
+		{
+			// in1 would be split after 3@1:0 and 4@1:1; the cut moves back to its first key.
+			name: "a separate input the limit falls in goes whole to the next output",
+			inputs: []inputSpec{
+				{rows: cells(1, 2), bytesPerRow: 10},
+				{rows: cells(3, 4, 5), bytesPerRow: 10},
+				{rows: cells(6, 7), bytesPerRow: 10},
+			},
+			max: 40,
+			picture: `
+in0   s [1@0:0 .. 2@0:1] |#..| rows=2
+in1   s [3@1:0 .. 5@1:2] |.#.| rows=3
+in2   s [6@2:0 .. 7@2:1] |..#| rows=2
+out0   [-inf, 3@1:0) rows=2 bytes=20 inputs=[0]
+out1   [3@1:0, 6@2:0) rows=3 bytes=30 inputs=[1]
+out2   [6@2:0, +inf) rows=2 bytes=20 inputs=[2]
+`,
+		},
+		{
+			// The same rows, in0 and in1 interleaved: the cut stays where the limit falls.
+			name: "overlapping inputs are cut where the limit falls",
+			inputs: []inputSpec{
+				{rows: cells(1, 3, 5), bytesPerRow: 10},
+				{rows: cells(2, 4), bytesPerRow: 10},
+				{rows: cells(6, 7), bytesPerRow: 10},
+			},
+			max: 40,
+			picture: `
+in0   s [1@0:0 .. 5@0:2] |##| rows=3
+in1   s [2@1:0 .. 4@1:1] |#.| rows=2
+in2   s [6@2:0 .. 7@2:1] |.#| rows=2
+out0   [-inf, 5@0:2) rows=4 bytes=40 inputs=[0 1]
+out1   [5@0:2, +inf) rows=3 bytes=30 inputs=[0 2]
+`,
+		},
+		{
+			// in1 and in2 share the timestamp 4 but no key, so neither meets the other; the
+			// limit falls at in2's first row (a cut at its start already). in3 and in4 overlap:
+			// the limit falling in in3 cuts it where it falls.
+			name: "inputs sharing a timestamp are separate, overlapping ones are cut as before",
+			inputs: []inputSpec{
+				{rows: cells(1, 2), bytesPerRow: 10},
+				{rows: cells(3, 4), bytesPerRow: 10},
+				{rows: cells(4, 5), bytesPerRow: 10},
+				{rows: cells(6, 8), bytesPerRow: 10},
+				{rows: cells(7, 9), bytesPerRow: 10},
+			},
+			max: 40,
+			picture: `
+in0   s [1@0:0 .. 2@0:1] |#..| rows=2
+in1   s [3@1:0 .. 4@1:1] |#..| rows=2
+in2   s [4@2:0 .. 5@2:1] |.#.| rows=2
+in3   s [6@3:0 .. 8@3:1] |.##| rows=2
+in4   s [7@4:0 .. 9@4:1] |.##| rows=2
+out0   [-inf, 4@2:0) rows=4 bytes=40 inputs=[0 1]
+out1   [4@2:0, 8@3:1) rows=4 bytes=40 inputs=[2 3 4]
+out2   [8@3:1, +inf) rows=2 bytes=20 inputs=[3 4]
+`,
+		},
+		{
+			// Moving the cut back to 3@1:0 would not make in1 whole: it is split where the
+			// limit falls, and so is the output it starts.
+			name: "a separate input larger than the limit is split where the limit falls",
+			inputs: []inputSpec{
+				{rows: cells(1, 2), bytesPerRow: 10},
+				{rows: cells(3, 4, 5, 6, 7, 8), bytesPerRow: 10},
+			},
+			max: 40,
+			picture: `
+in0   s [1@0:0 .. 2@0:1] |#.| rows=2
+in1   s [3@1:0 .. 8@1:5] |##| rows=6
+out0   [-inf, 5@1:2) rows=4 bytes=40 inputs=[0 1]
+out1   [5@1:2, +inf) rows=4 bytes=40 inputs=[1]
 `,
 		},
 		{
@@ -376,6 +489,52 @@ func randomSpecs(r *rand.Rand) []inputSpec {
 	return specs
 }
 
+// randomRunSpecs draws up to 12 sorted inputs as ingestion writes a recording: each one's
+// timestamps follow the previous one's (separate inputs), some start before the previous one
+// ends (overlapping ones), some have no rows; rows and bytes vary so that the limit falls inside
+// inputs, between them and inside inputs larger than it.
+func randomRunSpecs(r *rand.Rand) []inputSpec {
+	specs := make([]inputSpec, r.IntN(13))
+	var end int64
+	for j := range specs {
+		n := 1 + r.IntN(12)
+		if r.IntN(8) == 0 {
+			n = 0
+		}
+		start := end + int64(r.IntN(3))
+		if r.IntN(4) == 0 {
+			start = max(end-int64(r.IntN(6)), 0)
+		}
+		rows := make([]cell, n)
+		for i := range rows {
+			rows[i] = cell{ts: start + int64(i)}
+		}
+		if n > 0 {
+			end = max(end, start+int64(n-1))
+		}
+		specs[j] = inputSpec{rows: rows, bytesPerRow: 1 + r.Int64N(30), footer: r.Int64N(20)}
+	}
+	return specs
+}
+
+// TestComputeRandomSeparateExact: checkExact on recordings of mostly separate inputs, where the
+// cut moves back to an input's start most often.
+func TestComputeRandomSeparateExact(t *testing.T) {
+	for seed := uint64(1); seed <= 400; seed++ {
+		r := rand.New(rand.NewPCG(seed, 0x5e9a2a7e))
+		f := build(randomRunSpecs(r))
+		if f.totals.Rows == 0 {
+			continue
+		}
+		opts := Options{MaxChunkSizeBytes: 1 + r.Int64N(400)}
+		p, err := Compute(f.inputs, f.samples, f.totals, opts)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { checkExact(t, f, p, opts) })
+	}
+}
+
 func TestComputeRandomExact(t *testing.T) {
 	for seed := uint64(1); seed <= 400; seed++ {
 		r := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -395,12 +554,17 @@ func TestComputeRandomExact(t *testing.T) {
 	}
 }
 
-// Coarse samples: outputs still cover the order contiguously, cut only at sample keys, the row
-// estimates add up to the topic's rows and stay within the budget except for a single sample.
+// Coarse samples: outputs still cover the order contiguously, cut only at sample keys (also where
+// a cut moved back to an input's start), the row estimates add up to the topic's rows and stay
+// within the budget except for a single sample.
 func TestComputeRandomCoarseSamples(t *testing.T) {
 	for seed := uint64(1); seed <= 200; seed++ {
 		r := rand.New(rand.NewPCG(seed, 0xc0a25e))
-		f := build(randomSpecs(r))
+		specs := randomSpecs(r)
+		if seed%2 == 0 { // mostly separate inputs, where cuts move back to an input's start
+			specs = randomRunSpecs(r)
+		}
+		f := build(specs)
 		if f.totals.Rows == 0 {
 			continue
 		}
@@ -552,6 +716,27 @@ func TestBatchSizes(t *testing.T) {
 		slices.Reverse(rev)
 		if b2, rg2 := batchSizes(rev); b2 != b || rg2 != rg {
 			t.Errorf("%s: input order changes batch sizes", tc.name)
+		}
+	}
+}
+
+// TestSeparateInputs: separateInputs agrees with a pairwise check of every two inputs with rows
+// (closed ranges: a range that ends at another's first key meets it).
+func TestSeparateInputs(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		r := rand.New(rand.NewPCG(seed, 0x5e9a))
+		f := build(randomSpecs(r))
+		got := separateInputs(f.inputs)
+		for j, in := range f.inputs {
+			want := in.Rows > 0
+			for i, other := range f.inputs {
+				if i != j && other.Rows > 0 && other.First.Compare(in.Last) <= 0 && in.First.Compare(other.Last) <= 0 {
+					want = false
+				}
+			}
+			if got[j] != want {
+				t.Fatalf("seed %d: input %d [%s .. %s] separate = %v, want %v", seed, j, in.First, in.Last, got[j], want)
+			}
 		}
 	}
 }
