@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
@@ -37,7 +38,7 @@ func TestVerificationCatchesCorruptOutput(t *testing.T) {
 		t.Run(tc.point, func(t *testing.T) {
 			a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: 300,
 				Overlap: 0.2, UnsortedFraction: 0.2}})
-			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10)
+			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10, false)
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q does not say %q", err, tc.want)
 			}
@@ -48,6 +49,27 @@ func TestVerificationCatchesCorruptOutput(t *testing.T) {
 				if !regexp.MustCompile(`output chunk \d+ \(tp_\w+/data/\d{5}\.parquet\)`).MatchString(err.Error()) {
 					t.Fatalf("error %q does not name the chunk", err)
 				}
+			}
+		})
+	}
+}
+
+// TestVerificationCatchesCorruptCopies is TestVerificationCatchesCorruptOutput for outputs the
+// copy path assembles (a topic recorded in order): a bit of a copied page flipped on its way to
+// the store after the inputs' pages were digested, and an altered footer entry, are refused.
+func TestVerificationCatchesCorruptCopies(t *testing.T) {
+	for _, tc := range []struct{ point, want string }{
+		{faults.CopyChangePage, "differs from the rows decoded from the stored chunk"},
+		{faults.OutputAlterMetadata, "footer differs"},
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: 300}})
+			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10, true)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not say %q", err, tc.want)
+			}
+			if tc.point == faults.CopyChangePage && len(faults.ActedOn(tc.point)) != 1 {
+				t.Fatalf("fault %s acted on columns %v, want one", tc.point, faults.ActedOn(tc.point))
 			}
 		})
 	}
@@ -100,7 +122,7 @@ func TestVerificationCatchesBoundaryFaults(t *testing.T) {
 			for point := range tc.want {
 				spec = append(spec, point+"=on*1")
 			}
-			err = refusedCommit(t, a, ts[0], strings.Join(spec, ";"), 8<<10)
+			err = refusedCommit(t, a, ts[0], strings.Join(spec, ";"), 8<<10, false)
 			acted := map[string]bool{}
 			for point, want := range tc.want {
 				on := faults.ActedOn(point)
@@ -129,13 +151,30 @@ func TestVerificationCatchesBoundaryFaults(t *testing.T) {
 // as it was. The case fails if the fault did not act.
 func TestVerificationCatchesAnInputLeftOutOfThePlan(t *testing.T) {
 	const rows = 300
-	a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: rows,
-		Overlap: 0.3, UnsortedFraction: 0.2}})
+	for _, copied := range []bool{false, true} {
+		t.Run(fmt.Sprint("copied=", copied), func(t *testing.T) {
+			spec := ingest.TopicSpec{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: rows}
+			if !copied {
+				spec.Overlap, spec.UnsortedFraction = 0.3, 0.2
+			}
+			testInputLeftOut(t, spec, copied)
+		})
+	}
+}
+
+// testInputLeftOut is TestVerificationCatchesAnInputLeftOutOfThePlan for a topic of spec.
+func testInputLeftOut(t *testing.T, spec ingest.TopicSpec, copied bool) {
+	rows := int64(spec.RowsPerChunk)
+	a, ts := setup(t, 0, []ingest.TopicSpec{spec})
 	chunks, err := a.Catalog.Chunks(context.Background(), ts[0].TopicID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = refusedCommit(t, a, ts[0], faults.PlanDropInput+"=on*1", 8<<10)
+	maxChunk := int64(8 << 10) // outputs cut inside inputs
+	if copied {
+		maxChunk = 64 << 10 // outputs of whole inputs
+	}
+	err = refusedCommit(t, a, ts[0], faults.PlanDropInput+"=on*1", maxChunk, copied)
 	on := faults.ActedOn(faults.PlanDropInput)
 	if len(on) != 1 {
 		t.Fatalf("fault %s acted on chunks %v, want exactly one", faults.PlanDropInput, on)
@@ -154,9 +193,9 @@ func TestVerificationCatchesAnInputLeftOutOfThePlan(t *testing.T) {
 
 // refusedCommit optimizes the topic with the faults spec (STOREOPT_FAULTS) and output chunks of
 // maxChunk bytes, checks that the run is refused with a non-retryable verification error naming
-// the topic, that the topic is exactly as it was and that Release deletes the run's output, and
-// returns the error.
-func refusedCommit(t *testing.T, a *activities.Activities, topic ingest.IngestedTopic, spec string, maxChunk int64) error {
+// the topic, that every output was written by the copy path (copied) or none, that the topic is
+// exactly as it was and that Release deletes the run's output, and returns the error.
+func refusedCommit(t *testing.T, a *activities.Activities, topic ingest.IngestedTopic, spec string, maxChunk int64, copied bool) error {
 	t.Helper()
 	id := topic.TopicID
 	before, err := a.Catalog.Topic(context.Background(), id)
@@ -167,9 +206,16 @@ func refusedCommit(t *testing.T, a *activities.Activities, topic ingest.Ingested
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The fault points reload their rules when STOREOPT_FAULTS changes: have them see it unset
+	// first, so that a spec an earlier test used and exhausted starts afresh.
+	t.Setenv(faults.EnvVar, "")
+	faults.Triggered("")
 	t.Setenv(faults.EnvVar, spec)
 	ctx := activities.WithRun(context.Background(), "test-owner", "run-faulty")
-	refused := writeAndCommit(ctx, a, id, maxChunk)
+	refused, written, copies := writeAndCommit(ctx, a, id, maxChunk)
+	if (copies == written) != copied || written == 0 {
+		t.Fatalf("%d of %d output chunks copied, want all: %v", copies, written, copied)
+	}
 	var appErr *temporal.ApplicationError
 	if !errors.As(refused, &appErr) || appErr.Type() != activities.ErrTypeVerification || appErr.NonRetryable() == false {
 		t.Fatalf("got %v, want a non-retryable %s", refused, activities.ErrTypeVerification)
@@ -197,25 +243,30 @@ func refusedCommit(t *testing.T, a *activities.Activities, topic ingest.Ingested
 }
 
 // writeAndCommit runs Lease, ReadSort (output chunks of maxChunk bytes), every WriteChunks group
-// and Commit, stopping at the first error.
-func writeAndCommit(ctx context.Context, a *activities.Activities, id, maxChunk int64) error {
+// and Commit, stopping at the first error; it returns that error and how many output chunks the
+// WriteChunks calls wrote, and by the copy path.
+func writeAndCommit(ctx context.Context, a *activities.Activities, id, maxChunk int64) (err error, written, copied int) {
 	if _, err := a.Lease(ctx, activities.LeaseInput{TopicID: id}); err != nil {
-		return err
+		return err, 0, 0
 	}
 	rs, err := a.ReadSort(ctx, activities.ReadSortInput{TopicID: id, MaxChunkSizeBytes: maxChunk})
 	if err != nil {
-		return err
+		return err, 0, 0
 	}
 	var g errgroup.Group
+	var mu sync.Mutex
 	for group := range rs.Groups {
 		g.Go(func() error {
-			_, err := a.WriteChunks(ctx, activities.WriteChunksInput{TopicID: id, Group: group})
+			res, err := a.WriteChunks(ctx, activities.WriteChunksInput{TopicID: id, Group: group})
+			mu.Lock()
+			written, copied = written+res.WrittenChunks, copied+res.CopiedChunks
+			mu.Unlock()
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return err, written, copied
 	}
 	_, err = a.Commit(ctx, activities.CommitInput{TopicID: id})
-	return err
+	return err, written, copied
 }
