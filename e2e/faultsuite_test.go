@@ -46,6 +46,8 @@ type faultScenario struct {
 	policy        string
 	// batch: the fault acts in a batch of tiny topics (runBatchFaultScenario).
 	batch bool
+	// copied: the topic is recorded in order, so its outputs take the copy path.
+	copied bool
 }
 
 func (s faultScenario) name() string {
@@ -54,6 +56,9 @@ func (s faultScenario) name() string {
 	}
 	if s.policy != "" {
 		return s.action + "@" + s.point + "/" + s.policy
+	}
+	if s.copied {
+		return s.action + "@" + s.point + "/copied"
 	}
 	return s.action + "@" + s.point
 }
@@ -105,6 +110,7 @@ func faultScenarios(short bool) []faultScenario {
 			{point: faults.ReadSortStart, action: actionKill},
 			{point: faults.WriteChunksAfterWrite, action: actionHang},
 			{point: faults.WriteChunksAfterWrite, action: actionKill, policy: "tiered"},
+			{point: faults.WriteChunksAfterWrite, action: actionKill, copied: true},
 			{point: faults.WriteChunksBeforeWrite, action: actionFail, batch: true},
 			{point: faults.BatchTopicStart, action: actionFail, batch: true},
 		}
@@ -121,6 +127,12 @@ func faultScenarios(short bool) []faultScenario {
 			out = append(out, faultScenario{point: p, action: actionKill, policy: pol})
 		}
 	}
+	// The copy path: a worker killed around an output it assembles, a retried and a hung write.
+	for _, p := range []string{faults.WriteChunksBeforeWrite, faults.WriteChunksAfterWrite, faults.WriteChunksAfterStage} {
+		out = append(out, faultScenario{point: p, action: actionKill, copied: true})
+	}
+	out = append(out, faultScenario{point: faults.WriteChunksAfterWrite, action: actionFail, copied: true},
+		faultScenario{point: faults.WriteChunksBeforeWrite, action: actionHang, copied: true})
 	return append(out, batchFaultScenarios...)
 }
 
@@ -207,6 +219,11 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 	// of Release get a second IMU topic whose last chunk has a corrupt data page: it fails in
 	// WriteChunks after other groups have written output, which Release must delete.
 	imu := opts.Topics[0]
+	if sc.copied {
+		// Chunks of a third of an output, so that outputs join several inputs.
+		imu.Overlap, imu.UnsortedFraction, imu.EqualTimestamps, imu.NullTimestamps = 0, 0, false, 0
+		imu.Chunks, imu.RowsPerChunk = 20, 100
+	}
 	opts.Topics = []ingest.TopicSpec{imu}
 	if sc.needsFailingTopic() {
 		bad := imu
@@ -241,6 +258,9 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 		t.Errorf("run result %+v, want 1 optimized and %d failed", res, wantFailed)
 	}
 	e.checkOptimized(t, good, suiteMaxChunk)
+	if got := pagesCopied(t, e, good.id, imu.RowsPerChunk); got != sc.copied {
+		t.Errorf("outputs copied from their inputs' pages: %v, want %v", got, sc.copied)
+	}
 	checkPrefixChunks(t, e, good.topic)
 	e.queueEmpty(t)
 	e.checkStoreAfterRun(t, stored, []int64{good.id})
@@ -428,4 +448,31 @@ func runPolicyFaultScenario(t *testing.T, e *env, i int, sc faultScenario) strin
 	}
 	e.queueEmpty(t)
 	return fmt.Sprintf("%s: %d chunks -> %d, worker killed %d× and restarted", sc.policy, len(keys), len(chunks), len(deaths))
+}
+
+// pagesCopied says whether the first output chunk of topic id holds its inputs' pages (the copy
+// path): the second page of its last column starts at the inputs' rowsPerChunk rows, where a
+// rewrite's pages hold parquetio.DataPageRows rows.
+func pagesCopied(t *testing.T, e *env, id int64, rowsPerChunk int) bool {
+	t.Helper()
+	chunks := chunksOf(t, e, id)
+	data, err := e.b.ReadAll(context.Background(), chunks[0].ObjectKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	pir, err := pf.GetPageIndexReader().RowGroup(0)
+	if err != nil || pir == nil {
+		t.Fatalf("chunk %s: no page index: %v", chunks[0].ObjectKey, err)
+	}
+	oi, err := pir.GetOffsetIndex(pf.MetaData().NumColumns() - 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := oi.GetPageLocations()
+	return len(pages) > 1 && pages[1].FirstRowIndex == int64(rowsPerChunk)
 }

@@ -50,9 +50,11 @@ const (
 	// ReadSortScan is hit in a goroutine of ReadSort's parallel scan, before it scans a chunk
 	// (chunk 0 is scanned by the activity's own goroutine and does not hit it).
 	ReadSortScan = "read-sort.scan"
-	// WriteChunksMerge is hit in WriteChunks' reader and merger goroutine, before the merge.
+	// WriteChunksMerge is hit in WriteChunks' reader and merger goroutine, before the merge (on
+	// the copy path, before the output's inputs are opened).
 	WriteChunksMerge = "write-chunks.merge"
-	// WriteChunksEncode is hit in WriteChunks' encoder goroutine, before each batch it encodes.
+	// WriteChunksEncode is hit in WriteChunks' encoder goroutine, before each batch it encodes
+	// (on the copy path, before each input row group it appends).
 	WriteChunksEncode = "write-chunks.encode"
 )
 
