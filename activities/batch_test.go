@@ -33,7 +33,7 @@ func (l *endLog) TopicSkipped(policy, reason string)           { l.add("skipped 
 func (l *endLog) TopicQuarantined(policy string)               { l.add("quarantined " + policy) }
 func (l *endLog) StepFinished(string, time.Duration, error)    {}
 func (l *endLog) CleanupDone(kind string, deleted, failed int) {}
-func (l *endLog) ChunksWritten(string, int, int64)              {}
+func (l *endLog) ChunksWritten(string, int, int64)             {}
 func (l *endLog) ended() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

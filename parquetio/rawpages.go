@@ -20,9 +20,9 @@ const (
 // rawPage is one page of a column chunk as stored: its header's fields the copy path needs and
 // its compressed bytes.
 type rawPage struct {
-	kind                    int32
-	uncompressed            int32
-	numValues               int32
+	kind                     int32
+	uncompressed             int32
+	numValues                int32
 	encoding, defEnc, repEnc int32
 	// stats are the page header's statistics (min_value/max_value, null_count), when set.
 	stats metadata.EncodedStatistics
