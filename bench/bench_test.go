@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/storeopt/storeopt/activities"
+	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/parquetio"
 )
 
@@ -172,5 +176,152 @@ func TestParamsAndProfilePath(t *testing.T) {
 	one := config{shapes: []string{shapeIMU}, runs: 1}
 	if got := one.profilePath("/x/cpu.prof", shapeIMU, 0); got != "/x/cpu.prof" {
 		t.Fatalf("profile path %s", got)
+	}
+}
+
+func TestPathsOf(t *testing.T) {
+	outputs := func(arrow ...int64) []catalog.Chunk {
+		cs := make([]catalog.Chunk, len(arrow))
+		for i, a := range arrow {
+			cs[i] = catalog.Chunk{Ordinal: i, ArrowSizeBytes: a}
+		}
+		return cs
+	}
+	for _, c := range []struct {
+		name    string
+		written []activities.WriteChunksResult
+		outputs []catalog.Chunk
+		want    pathBytes
+		path    string
+		err     string
+	}{
+		{"all rewritten", []activities.WriteChunksResult{{Chunks: 2}, {Chunks: 1}}, outputs(100, 200, 50),
+			pathBytes{RewriteChunks: 3, RewriteArrowBytes: 350}, pathRewrite, ""},
+		{"all copied", []activities.WriteChunksResult{{Chunks: 1, CopiedChunks: 1, CopiedArrowBytes: 100}, {Chunks: 1, CopiedChunks: 1, CopiedArrowBytes: 200}},
+			outputs(100, 200), pathBytes{CopyChunks: 2, CopyArrowBytes: 300}, pathCopy, ""},
+		{"groups of both paths", []activities.WriteChunksResult{{Chunks: 2, CopiedChunks: 1, CopiedArrowBytes: 200}, {Chunks: 1}},
+			outputs(100, 200, 50), pathBytes{RewriteChunks: 2, RewriteArrowBytes: 150, CopyChunks: 1, CopyArrowBytes: 200}, pathMixed, ""},
+		{"no output", nil, nil, pathBytes{}, "", ""},
+		{"a chunk not written by these calls", []activities.WriteChunksResult{{Chunks: 1}}, outputs(100, 200), pathBytes{}, "",
+			"WriteChunks wrote 1 output chunks, the catalog lists 2"},
+		{"more copied than committed", []activities.WriteChunksResult{{Chunks: 1, CopiedChunks: 1, CopiedArrowBytes: 101}}, outputs(100), pathBytes{}, "",
+			"more than the 1 committed (100 Arrow bytes)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := pathsOf(c.written, c.outputs)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want || got.path() != c.path {
+				t.Fatalf("got %+v (path %q), want %+v (path %q)", got, got.path(), c.want, c.path)
+			}
+		})
+	}
+}
+
+// pathReports are a read and a storeopt report of one dataset, the storeopt job's output a
+// quarter copied.
+func pathReports() []jobReport {
+	perGB := 7.5
+	paths := &pathBytes{RewriteChunks: 3, RewriteArrowBytes: 1_500_000_000, CopyChunks: 1, CopyArrowBytes: 500_000_000}
+	yes := true
+	return []jobReport{
+		{Type: "job", Job: jobRead, Shape: shapeIMU, InputArrowBytes: 2e9, RowsMatch: true},
+		{Type: "job", Job: jobStoreopt, Shape: shapeIMU, InputArrowBytes: 2e9, CPUSeconds: 15, CPUSecondsPerArrowGB: &perGB,
+			Paths: paths, Path: paths.path(), RowsMatch: true, Sorted: &yes, MetadataPreserved: &yes,
+			Runs: []measurement{{CPUSeconds: 15, Paths: paths}}},
+	}
+}
+
+func TestTableShowsPaths(t *testing.T) {
+	var buf bytes.Buffer
+	printTable(&buf, pathReports(), nil, 0)
+	lines := strings.Split(buf.String(), "\n")
+	header := strings.Join(strings.Fields(lines[0]), " ")
+	if !strings.Contains(header, "cpu s rewrite GB copy GB path cpu s/GB peak RSS MiB") {
+		t.Fatalf("header %q has no path columns before cpu s/GB", header)
+	}
+	// Columns: job shape input MB output MB rows seconds cpu s | rewrite GB copy GB path cpu s/GB | ...
+	read, storeopt := strings.Fields(lines[1]), strings.Fields(lines[2])
+	if got := strings.Join(read[7:10], " "); got != "- - -" {
+		t.Errorf("read row: path cells %q, want dashes (%q)", got, lines[1])
+	}
+	if got := strings.Join(storeopt[7:11], " "); got != "1.500 0.500 mixed 7.50" {
+		t.Errorf("storeopt row: path cells and cpu s/GB %q, want 1.500 0.500 mixed 7.50 (%q)", got, lines[2])
+	}
+	want := "storeopt imu: output by path: rewrite 3 chunks (1500.0 MB Arrow), copy 1 chunk (500.0 MB); cpu s/GB is that of both paths together"
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("table notes lack %q:\n%s", want, buf.String())
+	}
+}
+
+func TestJSONCarriesPaths(t *testing.T) {
+	reports := pathReports()
+	var got []map[string]any
+	for _, r := range reports {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m)
+	}
+	read, storeopt := got[0], got[1]
+	if v, ok := read["paths"]; !ok || v != nil {
+		t.Errorf("read job: paths = %v (present %t), want null", v, ok)
+	}
+	if _, ok := read["path"]; ok {
+		t.Errorf("read job has a path: %v", read["path"])
+	}
+	wantPaths := map[string]any{"rewrite_chunks": 3.0, "rewrite_arrow_bytes": 1.5e9, "copy_chunks": 1.0, "copy_arrow_bytes": 5e8}
+	if fmt.Sprint(storeopt["paths"]) != fmt.Sprint(wantPaths) || storeopt["path"] != pathMixed || storeopt["cpu_seconds_per_arrow_gb"] != 7.5 {
+		t.Errorf("storeopt job: paths %v, path %v, cpu_seconds_per_arrow_gb %v", storeopt["paths"], storeopt["path"], storeopt["cpu_seconds_per_arrow_gb"])
+	}
+	runs, _ := storeopt["runs"].([]any)
+	if len(runs) != 1 || fmt.Sprint(runs[0].(map[string]any)["paths"]) != fmt.Sprint(wantPaths) {
+		t.Errorf("storeopt job: runs %v lack the run's paths", storeopt["runs"])
+	}
+}
+
+func TestPerArrowGB(t *testing.T) {
+	if got := perArrowGB(3, 1_500_000_000); got == nil || *got != 2 {
+		t.Fatalf("3 s over 1.5 GB: %v", got)
+	}
+	if got := perArrowGB(3, 0); got != nil {
+		t.Fatalf("no bytes: %v, want nil", *got)
+	}
+}
+
+func TestOverlappingChunk(t *testing.T) {
+	chunk := func(key string, lo, hi int64) catalog.Chunk {
+		return catalog.Chunk{ObjectKey: key, MinTimestampNs: &lo, MaxTimestampNs: &hi}
+	}
+	for _, c := range []struct {
+		name   string
+		chunks []catalog.Chunk
+		want   string
+	}{
+		{"disjoint", []catalog.Chunk{chunk("a", 1, 5), chunk("b", 6, 9), chunk("c", 10, 10)}, ""},
+		{"equal boundary", []catalog.Chunk{chunk("a", 1, 5), chunk("b", 5, 9)}, "chunk b starts at 5, not after 5"},
+		{"overlapping", []catalog.Chunk{chunk("a", 1, 5), chunk("b", 6, 9), chunk("c", 7, 12)}, "chunk c starts at 7, not after 9"},
+		{"a long chunk, then disjoint ones", []catalog.Chunk{chunk("a", 1, 50), chunk("b", 51, 52), chunk("c", 53, 60)}, ""},
+		{"inside an earlier chunk", []catalog.Chunk{chunk("a", 1, 50), chunk("b", 2, 3)}, "chunk b starts at 2"},
+		{"no timestamps", []catalog.Chunk{chunk("a", 1, 5), {ObjectKey: "b"}}, "chunk b has no timestamp"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := overlappingChunk(c.chunks)
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
 	}
 }

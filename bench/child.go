@@ -53,6 +53,8 @@ type jobResult struct {
 	// parent's resident set at the time of the fork (Linux carries the high-water mark of the
 	// memory the child shared with its parent until exec into the child's rusage).
 	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
+	// Paths is how the storeopt job's output chunks were written (rewritten or copied).
+	Paths *pathBytes `json:"paths,omitempty"`
 }
 
 // runChild runs one job in this process and writes its result file.
@@ -165,7 +167,8 @@ func (t *phaseTimer) done(name string) {
 
 // storeoptJob optimizes the topic through storeopt's activities, called directly (no Temporal):
 // Lease, ReadSort, WriteChunks for every group (TopicParallelism at once, like the workflow),
-// Commit; then it lists the topic's new chunks from the catalog. With a memory pool it sets the
+// Commit; then it lists the topic's new chunks from the catalog and splits them by the write
+// path they took (pathsOf). With a memory pool it sets the
 // Go runtime's memory limit and GOGC as the worker does (app.ApplyMemoryLimit).
 func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
 	// Like the worker: with a memory pool, the Go memory limit and GOGC follow from it.
@@ -230,9 +233,10 @@ func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
 	t.done("read_sort")
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(spec.TopicParallelism)
+	written := make([]activities.WriteChunksResult, rs.Groups) // each goroutine sets its group's
 	for group := range rs.Groups {
-		g.Go(func() error {
-			if _, err := acts.WriteChunks(gctx, activities.WriteChunksInput{TopicID: spec.TopicID, Group: group}); err != nil {
+		g.Go(func() (err error) {
+			if written[group], err = acts.WriteChunks(gctx, activities.WriteChunksInput{TopicID: spec.TopicID, Group: group}); err != nil {
 				return fmt.Errorf("write-chunks group %d: %w", group, err)
 			}
 			return nil
@@ -261,6 +265,11 @@ func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
 		}
 		res.OutputFiles = append(res.OutputFiles, filepath.Join(spec.StoreDir, c.ObjectKey))
 	}
+	paths, err := pathsOf(written, chunks)
+	if err != nil {
+		return res, err
+	}
+	res.Paths = &paths
 	res.Phases = t.phases
 	return res, nil
 }

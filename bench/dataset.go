@@ -247,6 +247,11 @@ func (d *dataset) load(ctx context.Context, dbURL, locator string) error {
 		return fmt.Errorf("dataset %s: topic %s has no chunks", d.Name, locator)
 	}
 	d.TopicID, d.Prefix = t.ID, t.DataPrefix
+	overlaps := overlappingChunk(chunks)
+	if d.Params.Overlap == 0 && overlaps != "" {
+		return fmt.Errorf("dataset %s: generated with -overlap 0, but %s: the copy path needs chunks disjoint in time (rerun with -regen)",
+			d.Name, overlaps)
+	}
 	for _, c := range chunks {
 		d.Keys = append(d.Keys, c.ObjectKey)
 		d.InputBytes += c.SizeBytes
@@ -267,9 +272,34 @@ func (d *dataset) load(ctx context.Context, dbURL, locator string) error {
 	if _, ok := d.Footer.Value(parquetio.ArrowSchemaKey); !ok {
 		return errors.New("input chunk has no ARROW:schema footer entry")
 	}
-	logf("dataset %s: topic %s, %d chunks, %d rows, %.1f MB Parquet, %.1f MB Arrow",
-		d.Name, locator, len(d.Keys), d.Rows, float64(d.InputBytes)/1e6, float64(d.ArrowBytes)/1e6)
+	disjoint := "disjoint in time"
+	if overlaps != "" {
+		disjoint = "overlapping in time"
+	}
+	logf("dataset %s: topic %s, %d chunks %s, %d rows, %.1f MB Parquet, %.1f MB Arrow",
+		d.Name, locator, len(d.Keys), disjoint, d.Rows, float64(d.InputBytes)/1e6, float64(d.ArrowBytes)/1e6)
 	return nil
+}
+
+// overlappingChunk describes the first chunk, in catalog order, whose first timestamp is not
+// strictly after the last timestamp of every chunk before it (or whose timestamps are all
+// null); "" when every chunk starts after its predecessors end: what -overlap 0 promises, so
+// that the chunks can be taken whole, in order, by the copy path.
+func overlappingChunk(chunks []catalog.Chunk) string {
+	var last *int64
+	for i, c := range chunks {
+		switch {
+		case c.MinTimestampNs == nil || c.MaxTimestampNs == nil:
+			return fmt.Sprintf("chunk %s has no timestamp", c.ObjectKey)
+		case last != nil && *c.MinTimestampNs <= *last:
+			return fmt.Sprintf("chunk %s starts at %d, not after %d, the last timestamp of the chunks before it (%s the last)",
+				c.ObjectKey, *c.MinTimestampNs, *last, chunks[i-1].ObjectKey)
+		}
+		if last == nil || *c.MaxTimestampNs > *last {
+			last = c.MaxTimestampNs
+		}
+	}
+	return ""
 }
 
 // logf prints a progress line on stderr.

@@ -92,6 +92,18 @@ func boolCell(b *bool) string {
 	}
 }
 
+// pathCost says whose cost a job's cpu s/GB is, given the path its bytes took.
+func pathCost(path string) string {
+	switch path {
+	case pathRewrite, pathCopy:
+		return "the " + path + " path's"
+	case pathMixed:
+		return "that of both paths together"
+	default:
+		return "that of no output"
+	}
+}
+
 func ratioCell(x *float64) string {
 	if x == nil {
 		return "-"
@@ -102,7 +114,7 @@ func ratioCell(x *float64) string {
 // printTable prints the job table (medians), the problems found and the ratios per dataset.
 func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "job\tshape\tinput MB\toutput MB\trows\tseconds\tcpu s\tcpu s/GB\tpeak RSS MiB\tout chunks\tsorted\tmetadata\t")
+	fmt.Fprintln(tw, "job\tshape\tinput MB\toutput MB\trows\tseconds\tcpu s\trewrite GB\tcopy GB\tpath\tcpu s/GB\tpeak RSS MiB\tout chunks\tsorted\tmetadata\t")
 	for _, r := range reports {
 		rows := fmt.Sprint(r.Rows)
 		if !r.RowsMatch {
@@ -112,13 +124,14 @@ func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int
 		if r.Job != jobRead {
 			outMB, outChunks = fmt.Sprintf("%.1f", float64(r.OutputBytes)/1e6), fmt.Sprint(r.OutputChunks)
 		}
-		perGB := "-"
-		if r.InputArrowBytes > 0 {
-			perGB = fmt.Sprintf("%.2f", r.CPUSeconds/(float64(r.InputArrowBytes)/1e9))
+		rewriteGB, copyGB, path := "-", "-", "-"
+		if p := r.Paths; p != nil {
+			rewriteGB, copyGB = fmt.Sprintf("%.3f", float64(p.RewriteArrowBytes)/1e9), fmt.Sprintf("%.3f", float64(p.CopyArrowBytes)/1e9)
+			path = firstNonEmpty(r.Path, "-")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.2f\t%.2f\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Job, r.Shape,
-			float64(r.InputBytes)/1e6, outMB, rows, r.Seconds, r.CPUSeconds, perGB, float64(r.PeakRSSBytes)/(1<<20),
-			outChunks, boolCell(r.Sorted), boolCell(r.MetadataPreserved))
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Job, r.Shape,
+			float64(r.InputBytes)/1e6, outMB, rows, r.Seconds, r.CPUSeconds, rewriteGB, copyGB, path,
+			ratioCell(r.CPUSecondsPerArrowGB), float64(r.PeakRSSBytes)/(1<<20), outChunks, boolCell(r.Sorted), boolCell(r.MetadataPreserved))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -128,6 +141,9 @@ func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int
 		}
 		if r.MetadataProblem != "" {
 			fmt.Fprintf(w, "%s %s: metadata not preserved: %s\n", r.Job, r.Shape, r.MetadataProblem)
+		}
+		if r.Paths != nil {
+			fmt.Fprintf(w, "%s %s: output by path: %s; cpu s/GB is %s\n", r.Job, r.Shape, r.Paths, pathCost(r.Path))
 		}
 		if len(r.Phases) > 0 {
 			names := make([]string, 0, len(r.Phases))

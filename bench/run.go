@@ -25,24 +25,34 @@ type measurement struct {
 	Rows         int64              `json:"rows"`
 	// DryRun is the dry run's estimate of the worker job's pass (nil for other jobs).
 	DryRun *dryRunFacts `json:"dry_run,omitempty"`
+	// Paths is how the storeopt job's output chunks were written (nil for other jobs).
+	Paths *pathBytes `json:"paths,omitempty"`
 	// output facts (not for read)
 	Check *outputCheck `json:"-"`
 }
 
 // jobReport is the summary of all runs of one job on one dataset.
 type jobReport struct {
-	Type              string             `json:"type"` // "job"
-	Dataset           string             `json:"dataset"`
-	Shape             string             `json:"shape"`
-	Job               string             `json:"job"`
-	InputChunks       int                `json:"input_chunks"`
-	InputBytes        int64              `json:"input_bytes"`
-	InputArrowBytes   int64              `json:"input_arrow_bytes"`
-	OutputBytes       int64              `json:"output_bytes"`
-	Rows              int64              `json:"rows"`
-	RowsMatch         bool               `json:"rows_match"`
-	Seconds           float64            `json:"seconds"`
-	CPUSeconds        float64            `json:"cpu_seconds"`
+	Type            string  `json:"type"` // "job"
+	Dataset         string  `json:"dataset"`
+	Shape           string  `json:"shape"`
+	Job             string  `json:"job"`
+	InputChunks     int     `json:"input_chunks"`
+	InputBytes      int64   `json:"input_bytes"`
+	InputArrowBytes int64   `json:"input_arrow_bytes"`
+	OutputBytes     int64   `json:"output_bytes"`
+	Rows            int64   `json:"rows"`
+	RowsMatch       bool    `json:"rows_match"`
+	Seconds         float64 `json:"seconds"`
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	// CPUSecondsPerArrowGB is CPUSeconds per 10^9 bytes of the input's Arrow data (the table's
+	// cpu s/GB; null without Arrow bytes): the cost of the path Path names.
+	CPUSecondsPerArrowGB *float64 `json:"cpu_seconds_per_arrow_gb"`
+	// Paths splits a storeopt job's output by write path (the last run's; every run writes the
+	// same plan), Path names the path its bytes took (pathRewrite, pathCopy or pathMixed); null
+	// and absent for the other jobs (the worker job's results stay inside the worker).
+	Paths             *pathBytes         `json:"paths"`
+	Path              string             `json:"path,omitempty"`
 	PeakRSSBytes      int64              `json:"peak_rss_bytes"`
 	OutputChunks      int                `json:"output_chunks"`
 	Sorted            *bool              `json:"sorted"` // null for read
@@ -125,17 +135,32 @@ func runJob(ctx context.Context, cfg config, srv *server, d *dataset, job string
 			rep.SortProblem = firstNonEmpty(rep.SortProblem, c.SortProblem)
 			rep.MetadataProblem = firstNonEmpty(rep.MetadataProblem, c.MetadataProblem)
 		}
-		logf("%s %s run %d/%d: %.2f s wall, %.2f s cpu, %.0f MiB peak RSS, %d rows%s",
-			d.Name, job, r+1, cfg.runs, m.Seconds, m.CPUSeconds, float64(m.PeakRSSBytes)/(1<<20), m.Rows, checkSummary(m.Check))
+		var paths string
+		if m.Paths != nil {
+			rep.Paths, rep.Path = m.Paths, m.Paths.path()
+			paths = "; " + m.Paths.String()
+		}
+		logf("%s %s run %d/%d: %.2f s wall, %.2f s cpu, %.0f MiB peak RSS, %d rows%s%s",
+			d.Name, job, r+1, cfg.runs, m.Seconds, m.CPUSeconds, float64(m.PeakRSSBytes)/(1<<20), m.Rows, checkSummary(m.Check), paths)
 	}
 	rep.Seconds = median(rep.Runs, func(m measurement) float64 { return m.Seconds })
 	rep.CPUSeconds = median(rep.Runs, func(m measurement) float64 { return m.CPUSeconds })
+	rep.CPUSecondsPerArrowGB = perArrowGB(rep.CPUSeconds, rep.InputArrowBytes)
 	rep.PeakRSSBytes = int64(median(rep.Runs, func(m measurement) float64 { return float64(m.PeakRSSBytes) }))
 	rep.Phases = map[string]float64{}
 	for name := range rep.Runs[0].Phases {
 		rep.Phases[name] = median(rep.Runs, func(m measurement) float64 { return m.Phases[name] })
 	}
 	return rep, nil
+}
+
+// perArrowGB returns v per 10^9 bytes of arrowBytes, nil without bytes.
+func perArrowGB(v float64, arrowBytes int64) *float64 {
+	if arrowBytes <= 0 {
+		return nil
+	}
+	x := v / (float64(arrowBytes) / 1e9)
+	return &x
 }
 
 func firstNonEmpty(a, b string) string {
@@ -203,7 +228,7 @@ func runOnce(ctx context.Context, cfg config, srv *server, d *dataset, job strin
 	if err != nil {
 		return m, err
 	}
-	m.Phases = res.Phases
+	m.Phases, m.Paths = res.Phases, res.Paths
 	if job == jobRead {
 		m.Rows = res.Rows
 		return m, nil

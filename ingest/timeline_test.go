@@ -69,3 +69,30 @@ func TestShuffleABitAlwaysUnsorts(t *testing.T) {
 		assert.Equal(t, !distinct, nonNullSorted(ts, valid), "ts %v valid %v", ts, valid)
 	}
 }
+
+// With no overlap rows (Overlap 0, or one that rounds to 0 rows), every chunk starts strictly
+// after its predecessor ends, whatever else the chunks have (unsorted rows, equal timestamps,
+// nulls): what a bench of the copy path (-overlap 0) relies on.
+func TestTimelineWithoutOverlapIsDisjoint(t *testing.T) {
+	for _, overlap := range []float64{0, 0.01} { // 0.01 × 30 rows rounds to 0 rows
+		for seed := range int64(20) {
+			spec := TopicSpec{Path: "x", Kind: IMU, Chunks: 12, RowsPerChunk: 30, Overlap: overlap,
+				UnsortedFraction: 0.25, EqualTimestamps: true, NullTimestamps: 7}
+			tl := newTopicTimeline(seed, 0, spec)
+			var prevMax int64
+			for c := range spec.Chunks {
+				ts, valid := tl.timestamps(c, tl.chunkRNG(c))
+				var present []int64
+				for j, v := range ts {
+					if valid == nil || valid[j] {
+						present = append(present, v)
+					}
+				}
+				if c > 0 {
+					assert.Greater(t, slices.Min(present), prevMax, "overlap %v seed %d: chunk %d must start after chunk %d ends", overlap, seed, c, c-1)
+				}
+				prevMax = slices.Max(present)
+			}
+		}
+	}
+}
