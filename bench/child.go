@@ -168,8 +168,8 @@ func (t *phaseTimer) done(name string) {
 // storeoptJob optimizes the topic through storeopt's activities, called directly (no Temporal):
 // Lease, ReadSort, WriteChunks for every group (TopicParallelism at once, like the workflow),
 // Commit; then it lists the topic's new chunks from the catalog and splits them by the write
-// path they took (pathsOf). With a memory pool it sets the
-// Go runtime's memory limit and GOGC as the worker does (app.ApplyMemoryLimit).
+// path they took (pathsOf). With a memory pool it sets the Go runtime's memory limit and GOGC
+// as the worker does (app.ApplyMemoryLimit).
 func storeoptJob(ctx context.Context, spec jobSpec) (res jobResult, err error) {
 	// Like the worker: with a memory pool, the Go memory limit and GOGC follow from it.
 	if limit := app.ApplyMemoryLimit(spec.MemoryPoolBytes); limit > 0 {
