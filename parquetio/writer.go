@@ -41,11 +41,15 @@ type WriterOptions struct {
 	// Mem allocates the writer's buffers; nil = Go allocator.
 	Mem memory.Allocator
 	// EncodeWorkers is how many goroutines encode the column chunks of a row group at once. At
-	// most 1: one after the other, straight to the underlying writer. More: each column chunk
-	// is encoded into a buffer of its own (arrow-go's buffered row group) and the buffers are
-	// written in column order once all are done, so the writer also holds the row group's
-	// encoded pages (EncodedRowGroupBytes), and a row group is encoded in a fraction of the time.
-	// The file's bytes are the same either way and whatever the goroutines' timing.
+	// most 1: the row group's batches are held until it is complete, then its column chunks
+	// are encoded one after the other, straight to the underlying writer. More: each column
+	// chunk is encoded into a buffer of its own (arrow-go's buffered row group) as every batch
+	// arrives, the batch's columns by up to EncodeWorkers goroutines at once, and the buffers
+	// are written in column order when the row group ends; the writer then holds the row
+	// group's encoded pages instead of its Arrow data, and the encoding of a row group overlaps
+	// the production of its next batches instead of waiting for the row group to be complete.
+	// The file's bytes are the same either way and whatever the goroutines' timing: every
+	// column writer is given the same pieces of the same batches in the same order.
 	EncodeWorkers int
 }
 
@@ -117,9 +121,15 @@ type Writer struct {
 	columns []leafColumn
 	rgRows  int64
 	rgBytes int64               // RowGroupBytes (0: rows only)
-	inGroup int64               // rows held in pending
-	held    int64               // bytes held in pending (WriteSized)
-	pending []arrow.RecordBatch // the rows of the row group being gathered
+	inGroup int64               // rows of the row group being gathered
+	held    int64               // bytes of the row group being gathered (WriteSized)
+	pending []arrow.RecordBatch // the rows of the row group being gathered (one encoder only)
+	// open is the buffered row group being encoded batch by batch (more than one encoder), nil
+	// between row groups; cutters holds the page cutter of each of its column chunks, and
+	// faulty says faults.EncodeChangeValue may still act on its faultLeaf column.
+	open    file.BufferedRowGroupWriter
+	cutters []*pageCutter
+	faulty  bool
 	rows    int64
 	groups  int
 	// distinct holds the values of the row group being gathered for each column whose
@@ -282,11 +292,12 @@ func (l *Layout) dictionary(i int, col *schema.Column) bool {
 }
 
 // Write appends the rows of rec (which must carry the layout's Schema's column types), cutting
-// row groups every RowGroupRows rows. Rows are held (rec is retained, not copied) until a row
-// group is complete; the row group is then encoded column by column straight to the underlying
-// writer, so the writer holds at most one row group of Arrow data plus the buffers of the one
-// column chunk being encoded (and, with WriterOptions.EncodeWorkers > 1, the row group's
-// encoded pages until all its column chunks are done).
+// row groups every RowGroupRows rows. With one encoder, rows are held (rec is retained, not
+// copied) until a row group is complete; the row group is then encoded column by column straight
+// to the underlying writer, so the writer holds at most one row group of Arrow data plus the
+// buffers of the one column chunk being encoded. With WriterOptions.EncodeWorkers > 1, rec's
+// columns are encoded before Write returns, and the writer holds the row group's encoded pages
+// until it ends, no Arrow data.
 func (w *Writer) Write(rec arrow.RecordBatch) error { return w.WriteSized(rec, 0) }
 
 // WriteSized is Write for a batch of about bytes bytes of data (Arrow bytes, as
@@ -324,7 +335,15 @@ func (w *Writer) WriteSized(rec arrow.RecordBatch, bytes int64) error {
 		} else {
 			rec.Retain()
 		}
-		w.pending = append(w.pending, part)
+		if len(w.enc) > 1 {
+			err := w.encodeBatch(part)
+			part.Release()
+			if err != nil {
+				return fmt.Errorf("write chunk: %w", w.encodeError(err))
+			}
+		} else {
+			w.pending = append(w.pending, part)
+		}
 		w.inGroup += take
 		w.rows += take
 		off += take
@@ -353,26 +372,32 @@ func (w *Writer) checkBatch(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// flushRowGroup encodes the held rows as one row group and releases them. No rows, no row
-// group: an output never has an empty row group. An error of arrow-go's encoder while the
-// underlying writer has not failed is its refusal of the rows (an *InputError): no retry helps.
+// flushRowGroup ends the row group being gathered: with one encoder it encodes the held rows
+// and releases them, with more it closes the buffered row group its batches were encoded into
+// (writing its column chunks). No rows, no row group: an output never has an empty row group.
 func (w *Writer) flushRowGroup() (err error) {
 	defer w.releasePending()
-	defer func() {
-		if err != nil && w.sink.err == nil && !IsInputError(err) {
-			err = &InputError{Err: fmt.Errorf("arrow-go cannot write the row group: %w", err)}
-		}
-	}()
+	defer func() { err = w.encodeError(err) }()
 	if w.inGroup == 0 {
 		return nil
 	}
 	if len(w.enc) > 1 {
-		err = w.encodeBuffered()
+		err = w.open.Close()
+		w.open = nil
 	} else {
 		err = w.encodeStreamed()
 	}
 	if err == nil {
 		w.groups++
+	}
+	return err
+}
+
+// encodeError marks an error of arrow-go's encoder while the underlying writer has not failed as
+// its refusal of the rows (an *InputError): no retry helps.
+func (w *Writer) encodeError(err error) error {
+	if err != nil && w.sink.err == nil && !IsInputError(err) {
+		return &InputError{Err: fmt.Errorf("arrow-go cannot write the row group: %w", err)}
 	}
 	return err
 }
@@ -389,55 +414,68 @@ func (w *Writer) encodeStreamed() error {
 		if err != nil {
 			return err
 		}
-		if err := w.encodeColumn(&w.enc[0], cw, leaf); err != nil {
+		faulty := faults.Enabled && leaf == w.faultLeaf // one chance per row group
+		if err := w.encodeColumn(&w.enc[0], newPageCutter(cw), leaf, w.pending, &faulty); err != nil {
 			return err
 		}
 	}
 	return rgw.Close()
 }
 
-// encodeBuffered encodes the held rows' column chunks by len(w.enc) goroutines at once, each
-// taking the next column not yet taken, into buffers that closing the row group writes in column
-// order.
-func (w *Writer) encodeBuffered() error {
-	rgw, err := w.fw.AppendBufferedRowGroupChecked()
-	if err != nil {
-		return err
-	}
-	var next atomic.Int64
-	var g errgroup.Group
-	for k := range w.enc {
-		e := &w.enc[k]
-		panics.Go(&g, "column encoder", func() error {
-			for leaf := int(next.Add(1) - 1); leaf < len(w.columns); leaf = int(next.Add(1) - 1) {
-				cw, err := rgw.Column(leaf)
-				if err != nil {
-					return err
-				}
-				if err := w.encodeColumn(e, cw, leaf); err != nil {
-					return err
-				}
+// encodeBatch encodes the columns of rec, the next rows of the row group being gathered, into the
+// buffered row group (starting it for the row group's first batch) by up to len(w.enc)
+// goroutines at once, the calling one among them, each taking the next column not yet taken.
+func (w *Writer) encodeBatch(rec arrow.RecordBatch) error {
+	if w.open == nil {
+		rgw, err := w.fw.AppendBufferedRowGroupChecked()
+		if err != nil {
+			return err
+		}
+		w.open, w.cutters, w.faulty = rgw, w.cutters[:0], faults.Enabled
+		for leaf := range w.columns {
+			cw, err := rgw.Column(leaf)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
+			w.cutters = append(w.cutters, newPageCutter(cw))
+		}
 	}
-	if err := g.Wait(); err != nil {
-		return err
+	batch := []arrow.RecordBatch{rec}
+	var next atomic.Int64
+	encode := func(e *columnEncoder) error {
+		for leaf := int(next.Add(1) - 1); leaf < len(w.columns); leaf = int(next.Add(1) - 1) {
+			var none bool
+			faulty := &none
+			if leaf == w.faultLeaf {
+				faulty = &w.faulty // one chance per row group
+			}
+			if err := w.encodeColumn(e, w.cutters[leaf], leaf, batch, faulty); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return rgw.Close()
+	var g errgroup.Group
+	for k := 1; k < min(len(w.enc), len(w.columns)); k++ {
+		e := &w.enc[k]
+		panics.Go(&g, "column encoder", func() error { return encode(e) })
+	}
+	err := encode(&w.enc[0])
+	return errors.Join(err, g.Wait())
 }
 
-// encodeColumn encodes the held rows' values of leaf column leaf into cw with e.
-func (w *Writer) encodeColumn(e *columnEncoder, cw file.ColumnChunkWriter, leaf int) error {
+// encodeColumn encodes the values of leaf column leaf of recs with e through pages, the cutter of
+// the column chunk being written; faulty is the column chunk's chance of
+// faults.EncodeChangeValue.
+func (w *Writer) encodeColumn(e *columnEncoder, pages *pageCutter, leaf int, recs []arrow.RecordBatch, faulty *bool) error {
 	col := w.columns[leaf]
-	faulty := faults.Enabled && leaf == w.faultLeaf // one chance per row group
-	pages := newPageCutter(cw)
-	for _, rec := range w.pending {
+	cw := pages.cw
+	for _, rec := range recs {
 		values := rec.Column(col.field)
 		for off := 0; off < values.Len(); {
 			n := pages.piece(values, off)
 			part := array.NewSlice(values, int64(off), int64(off+n))
-			err := w.writeLeaf(e, cw, col.path, part, &faulty)
+			err := w.writeLeaf(e, cw, col.path, part, faulty)
 			part.Release()
 			if err != nil {
 				return err
