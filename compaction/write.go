@@ -344,7 +344,7 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	cw := &countingWriter{ctx: uctx, w: bw}
 	batchBytes, rowGroupBytes := in.Plan.Limits()
 	pw, err := parquetio.NewWriter(cw, writerLayout(layout), parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows,
-		RowGroupBytes: rowGroupBytes, Mem: mem, EncodeWorkers: EncodeWorkers})
+		RowGroupBytes: rowGroupBytes, Mem: mem, EncodeWorkers: EncodeWorkers, Helpers: helpers})
 	if err != nil {
 		abort()
 		_ = bw.Close()
@@ -472,22 +472,38 @@ func readBack(ctx context.Context, in Inputs, key string, want *parquetio.Footer
 }
 
 // ReadBackWorkers is how many goroutines decode a written chunk back at most, each the row
-// groups w, w+ReadBackWorkers… of it from a reader of its own over the one opened object (a
-// chunk's reader serves one record reader at a time): digests add up, so the order they are read in does not matter, and
-// the read-back, which runs after the upload, takes a fraction of the time of a plain read.
-// OutputMemory counts a batch per worker.
+// groups w, w+workers… of it from a reader of its own over the one opened object (a chunk's
+// reader serves one record reader at a time): digests add up, so the order they are read in
+// does not matter, and the read-back, which runs after the upload, takes a fraction of the time
+// of a plain read. All but the first are helpers (helpers). OutputMemory counts a batch per
+// worker.
 var ReadBackWorkers = min(runtime.GOMAXPROCS(0), 4)
 
-// EncodeWorkers is how many goroutines encode the column chunks of an output's row group at once
-// (parquetio.WriterOptions.EncodeWorkers): the encoder is the slowest stage of a rewrite, and a
-// topic of one output chunk would otherwise use one core for it. OutputMemory counts the
-// encoded row group it then holds.
+// EncodeWorkers is how many goroutines encode the columns of an output's batches at once
+// (parquetio.WriterOptions.EncodeWorkers), the encoder's own and helpers (helpers): the encoder
+// is the slowest stage of a rewrite, and a topic of one output chunk would otherwise use one
+// core for it. OutputMemory counts the encoded row group the writer then holds.
 var EncodeWorkers = min(runtime.GOMAXPROCS(0), 4)
+
+// helpers bounds, for the whole process, the goroutines that the outputs being written add to
+// their own (an output's merge and encoder goroutines, or its first read-back goroutine) to
+// encode and read back: EncodeWorkers and ReadBackWorkers are each output's most, and a helper
+// is taken only while the budget has room (TryAcquire; never waited for), for one batch's
+// columns or one read-back. One output alone gets GOMAXPROCS-1 of them, as many as the cores
+// its own goroutines leave; several outputs at once share them instead of each starting its
+// own, which ran more goroutines than cores (the CPU profile of a rewrite with several outputs
+// spent a tenth of its time preempting them). The bytes written do not depend on how many
+// helpers an output gets (parquetio.WriterOptions.Helpers), nor does the digest read back.
+var helpers = semaphore.NewWeighted(int64(max(runtime.GOMAXPROCS(0)-1, 1)))
 
 // readBackRows adds the digest of every row of the written chunk c (opened from key) to written,
 // decoded in batches of the plan's limits by up to ReadBackWorkers goroutines.
 func readBackRows(ctx context.Context, in Inputs, key string, c *openedChunk, written *verify.Digest) error {
-	workers := max(min(ReadBackWorkers, c.NumRowGroups()), 1)
+	workers := 1
+	for workers < min(ReadBackWorkers, c.NumRowGroups()) && helpers.TryAcquire(1) {
+		workers++
+	}
+	defer helpers.Release(int64(workers - 1))
 	digests := make([]verify.Digest, workers)
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range workers {

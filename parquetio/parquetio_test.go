@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/storeopt/storeopt/verify"
 )
@@ -407,6 +408,14 @@ func TestParallelEncodingWritesTheSameBytes(t *testing.T) {
 			got := write(t, schema, n, splits, WriterOptions{RowGroupRows: 50_000, EncodeWorkers: workers})
 			if !bytes.Equal(got, want) {
 				t.Errorf("splits %v, %d encoders: %d bytes, differing from the %d bytes of one encoder", splits, workers, len(got), len(want))
+			}
+		}
+		// A budget of helpers shared with others: none free (the caller encodes every column
+		// of the buffered row group) or fewer than the encoders.
+		for _, budget := range []int64{0, 1} {
+			got := write(t, schema, n, splits, WriterOptions{RowGroupRows: 50_000, EncodeWorkers: 4, Helpers: semaphore.NewWeighted(budget)})
+			if !bytes.Equal(got, want) {
+				t.Errorf("splits %v, 4 encoders with %d helpers: %d bytes, differing from the %d bytes of one encoder", splits, budget, len(got), len(want))
 			}
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/panics"
@@ -51,6 +52,11 @@ type WriterOptions struct {
 	// The file's bytes are the same either way and whatever the goroutines' timing: every
 	// column writer is given the same pieces of the same batches in the same order.
 	EncodeWorkers int
+	// Helpers, when set, bounds the goroutines that writers running at once add to their own
+	// (the one calling Write) to encode a batch's columns: each helper takes a unit of it
+	// (TryAcquire) for the batch and gives it back after, and the calling goroutine encodes the
+	// columns that no helper takes. Nil: EncodeWorkers-1 helpers for every batch.
+	Helpers *semaphore.Weighted
 }
 
 // DataPageBytes is the target size of a data page before compression. Every column writer, and
@@ -115,6 +121,8 @@ type Writer struct {
 	layout *Layout
 	leaves [][]leafPath // leaf paths of each top-level field
 	mem    memory.Allocator
+	// helpers is WriterOptions.Helpers.
+	helpers *semaphore.Weighted
 	// enc holds the state of each goroutine encoding column chunks (one unless
 	// WriterOptions.EncodeWorkers > 1); columns lists every leaf column in file order.
 	enc     []columnEncoder
@@ -224,7 +232,7 @@ func writerProperties(l *Layout, opts WriterOptions) (WriterOptions, []parquet.W
 // takes (leaf paths, encoders, distinct-value limits), with sink the writer of its pages.
 func newEncoders(l *Layout, opts WriterOptions, sink *footerSink) *Writer {
 	wr := &Writer{sink: sink, layout: l, rgRows: opts.RowGroupRows, rgBytes: max(opts.RowGroupBytes, 0), mem: opts.Mem,
-		faultLeaf: -1}
+		helpers: opts.Helpers, faultLeaf: -1}
 	for i := range l.manifest.Fields {
 		wr.leaves = append(wr.leaves, leafPaths(&l.manifest.Fields[i]))
 	}
@@ -424,7 +432,8 @@ func (w *Writer) encodeStreamed() error {
 
 // encodeBatch encodes the columns of rec, the next rows of the row group being gathered, into the
 // buffered row group (starting it for the row group's first batch) by up to len(w.enc)
-// goroutines at once, the calling one among them, each taking the next column not yet taken.
+// goroutines at once, the calling one and the helpers the budget gives (WriterOptions.Helpers),
+// each taking the next column not yet taken.
 func (w *Writer) encodeBatch(rec arrow.RecordBatch) error {
 	if w.open == nil {
 		rgw, err := w.fw.AppendBufferedRowGroupChecked()
@@ -457,8 +466,16 @@ func (w *Writer) encodeBatch(rec arrow.RecordBatch) error {
 	}
 	var g errgroup.Group
 	for k := 1; k < min(len(w.enc), len(w.columns)); k++ {
+		if w.helpers != nil && !w.helpers.TryAcquire(1) {
+			break
+		}
 		e := &w.enc[k]
-		panics.Go(&g, "column encoder", func() error { return encode(e) })
+		panics.Go(&g, "column encoder", func() error {
+			if w.helpers != nil {
+				defer w.helpers.Release(1)
+			}
+			return encode(e)
+		})
 	}
 	err := encode(&w.enc[0])
 	return errors.Join(err, g.Wait())
