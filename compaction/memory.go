@@ -40,9 +40,9 @@ func RowMemory(rowBytes int64) int64 {
 // at most o.MaxOpen inputs open at once (the largest needs), its object (when read whole), two
 // decoded batches and page buffers (a whole unsorted input is held three times: batches,
 // concatenation, sorted copy); on the output side the collector's batch, the batches in flight
-// to the encoder (inFlightBatches of the plan's batch bytes), the row group the writer holds as
-// Arrow data until it is complete (parquetio.Writer), its encoded pages (EncodeWorkers > 1) and
-// page buffers; or, when more, what reading the written chunk back holds once all that is
+// to the encoder (inFlightBatches of the plan's batch bytes), the row group the writer holds
+// until it is complete (parquetio.Writer: as Arrow data with one encoder, as encoded pages, at
+// most its Arrow bytes, with EncodeWorkers > 1) and page buffers; or, when more, what reading the written chunk back holds once all that is
 // released. A batch is at most the plan's batch bytes or one row (the input's
 // MaxRowBytes), so a skewed topic's large rows count as what they are; when a row is larger than a
 // batch, the estimate is at least RowMemory of the largest row.
@@ -71,9 +71,6 @@ func OutputMemory(p *plan.Plan, o plan.Output) int64 {
 	}
 	rowGroup := min(min(p.RowGroupRows, max(o.EstRows, 1))*p.ArrowBytesPerRow, rowGroupBytes) + widestRow
 	outputs := batch + max(inFlightBatches*batch, widestRow) + rowGroup + widestRow
-	if EncodeWorkers > 1 {
-		outputs += rowGroup // its encoded pages, at most its Arrow bytes, until the row group is written
-	}
 	need := inputs + outputs + 8<<20
 	// The written chunk is read back once all of that is released (readBack), by up to
 	// ReadBackWorkers readers of its own: each its object (when read whole), a decoded batch and
