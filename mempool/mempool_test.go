@@ -151,3 +151,33 @@ func (p *Pool) hasWaiter() bool {
 	defer p.mu.Unlock()
 	return len(p.waiters) > 0
 }
+
+// A buffer grown into a recycled one of a larger class holds the old bytes, then zeros: only the
+// part beyond the copy is cleared.
+func TestReallocateIntoRecycledBufferCopiesThenZeroes(t *testing.T) {
+	a := New(0).Allocator()
+	dirty := a.Allocate(40_000)
+	for i := range dirty {
+		dirty[i] = 0xff
+	}
+	reused := &dirty[0]
+	a.Free(dirty)
+	c := a.Allocate(10_000)
+	for i := range c {
+		c[i] = byte(i%251) + 1
+	}
+	d := a.Reallocate(40_000, c)
+	if &d[0] != reused {
+		t.Fatalf("the freed buffer of the larger class was not reused")
+	}
+	for i, v := range d {
+		want := byte(0)
+		if i < 10_000 {
+			want = byte(i%251) + 1
+		}
+		if v != want {
+			t.Fatalf("byte %d is %#x, want %#x", i, v, want)
+		}
+	}
+	a.Free(d)
+}

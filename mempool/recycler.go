@@ -16,7 +16,8 @@ import (
 // 64-byte aligned, and go back to a free list of their class when Arrow frees them; smaller ones
 // are left to the Go allocator. The free lists together hold at most maxCached bytes; a buffer
 // freed beyond that is left to the collector, so the cache never grows with the work. Handed-out
-// memory is zeroed, as Arrow expects, including the part a Reallocate exposes.
+// memory is zeroed, as Arrow expects, including the part a Reallocate exposes (a buffer a
+// Reallocate copies into is cleared beyond the copy only).
 type recycler struct {
 	small     memory.GoAllocator
 	maxCached int64
@@ -56,7 +57,11 @@ func classSize(c int) int {
 	return 1<<e + s<<(e-2)
 }
 
-func (r *recycler) Allocate(size int) []byte {
+func (r *recycler) Allocate(size int) []byte { return r.allocate(size, 0) }
+
+// allocate returns a buffer of size bytes of which [zeroFrom:] is zeroed (a recycled buffer's
+// first zeroFrom bytes keep what they held: Reallocate copies over them).
+func (r *recycler) allocate(size, zeroFrom int) []byte {
 	if size <= minRecycled {
 		return r.small.Allocate(size)
 	}
@@ -72,7 +77,7 @@ func (r *recycler) Allocate(size int) []byte {
 		r.cached -= int64(cap(b))
 		r.mu.Unlock()
 		b = b[:size]
-		clear(b)
+		clear(b[min(zeroFrom, size):])
 		return b
 	}
 	r.mu.Unlock()
@@ -91,7 +96,7 @@ func (r *recycler) Reallocate(size int, b []byte) []byte {
 		}
 		return b
 	}
-	nb := r.Allocate(size)
+	nb := r.allocate(size, len(b))
 	copy(nb, b)
 	r.Free(b)
 	return nb
