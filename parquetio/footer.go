@@ -112,13 +112,24 @@ func ParseFooter(meta []byte) (*Footer, error) {
 	if len(f.Elements) == 0 {
 		return nil, inputErrorf("footer has no schema")
 	}
+	// E<len>:<name>;<fields> per element, K<len>:<key>[=<len>:<value>] per pair, a line each
+	// (written without fmt: every chunk's footer is parsed when it is opened).
+	lenPrefixed := func(tag byte, s string) {
+		canon.WriteByte(tag)
+		canon.WriteString(strconv.Itoa(len(s)))
+		canon.WriteByte(':')
+		canon.WriteString(s)
+	}
 	for _, e := range f.Elements {
-		fmt.Fprintf(&canon, "E%d:%s;%s\n", len(e.Name), e.Name, e.Fields)
+		lenPrefixed('E', e.Name)
+		canon.WriteByte(';')
+		canon.WriteString(e.Fields)
+		canon.WriteByte('\n')
 	}
 	for _, kv := range f.KeyValues {
-		fmt.Fprintf(&canon, "K%d:%s", len(kv.Key), kv.Key)
+		lenPrefixed('K', kv.Key)
 		if kv.Value != nil {
-			fmt.Fprintf(&canon, "=%d:%s", len(*kv.Value), *kv.Value)
+			lenPrefixed('=', *kv.Value)
 		}
 		canon.WriteByte('\n')
 	}
