@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/plan"
 )
 
@@ -41,8 +42,9 @@ func RowMemory(rowBytes int64) int64 {
 // decoded batches and page buffers (a whole unsorted input is held three times: batches,
 // concatenation, sorted copy); on the output side the collector's batch, the batches in flight
 // to the encoder (inFlightBatches of the plan's batch bytes), the row group the writer holds
-// until it is complete (parquetio.Writer: as Arrow data with one encoder, as encoded pages, at
-// most its Arrow bytes, with EncodeWorkers > 1) and page buffers; or, when more, what reading the written chunk back holds once all that is
+// until it is complete (parquetio.Writer: as Arrow data with one encoder; with EncodeWorkers > 1
+// as encoded pages, at most its Arrow bytes, and the Arrow data of up to 1/parquetio.EncodeShare
+// of it not encoded yet) and page buffers; or, when more, what reading the written chunk back holds once all that is
 // released. A batch is at most the plan's batch bytes or one row (the input's
 // MaxRowBytes), so a skewed topic's large rows count as what they are; when a row is larger than a
 // batch, the estimate is at least RowMemory of the largest row.
@@ -71,6 +73,9 @@ func OutputMemory(p *plan.Plan, o plan.Output) int64 {
 	}
 	rowGroup := min(min(p.RowGroupRows, max(o.EstRows, 1))*p.ArrowBytesPerRow, rowGroupBytes) + widestRow
 	outputs := batch + max(inFlightBatches*batch, widestRow) + rowGroup + widestRow
+	if EncodeWorkers > 1 {
+		outputs += rowGroup / parquetio.EncodeShare
+	}
 	need := inputs + outputs + 8<<20
 	// The written chunk is read back once all of that is released (readBack), by up to
 	// ReadBackWorkers readers of its own: each its object (when read whole), a decoded batch and

@@ -402,7 +402,9 @@ func TestWriterDeterministic(t *testing.T) {
 func TestParallelEncodingWritesTheSameBytes(t *testing.T) {
 	schema := topicSchema()
 	const n = 120_000
-	for _, splits := range [][]int{{n}, {7, 50_000, 3}} {
+	// {5000, 7}: a row group is encoded a quarter at a time (EncodeShare), its column chunks
+	// continued across the quarters.
+	for _, splits := range [][]int{{n}, {7, 50_000, 3}, {5000, 7}} {
 		want := write(t, schema, n, splits, WriterOptions{RowGroupRows: 50_000})
 		for _, workers := range []int{2, 3, 16} {
 			got := write(t, schema, n, splits, WriterOptions{RowGroupRows: 50_000, EncodeWorkers: workers})

@@ -44,11 +44,12 @@ type WriterOptions struct {
 	// EncodeWorkers is how many goroutines encode the column chunks of a row group at once. At
 	// most 1: the row group's batches are held until it is complete, then its column chunks
 	// are encoded one after the other, straight to the underlying writer. More: each column
-	// chunk is encoded into a buffer of its own (arrow-go's buffered row group) as every batch
-	// arrives, the batch's columns by up to EncodeWorkers goroutines at once, and the buffers
-	// are written in column order when the row group ends; the writer then holds the row
-	// group's encoded pages instead of its Arrow data, and the encoding of a row group overlaps
-	// the production of its next batches instead of waiting for the row group to be complete.
+	// chunk is encoded into a buffer of its own (arrow-go's buffered row group) every time a
+	// quarter of a row group's rows or bytes has arrived (EncodeShare), those batches' columns
+	// by up to EncodeWorkers goroutines at once, and the buffers are written in column order
+	// when the row group ends; the writer then holds the row group's encoded pages and at most
+	// a quarter of it as Arrow data, and the encoding of a row group overlaps the production of
+	// its next batches instead of waiting for the row group to be complete.
 	// The file's bytes are the same either way and whatever the goroutines' timing: every
 	// column writer is given the same pieces of the same batches in the same order.
 	EncodeWorkers int
@@ -131,9 +132,11 @@ type Writer struct {
 	rgBytes int64               // RowGroupBytes (0: rows only)
 	inGroup int64               // rows of the row group being gathered
 	held    int64               // bytes of the row group being gathered (WriteSized)
-	pending []arrow.RecordBatch // the rows of the row group being gathered (one encoder only)
-	// open is the buffered row group being encoded batch by batch (more than one encoder), nil
-	// between row groups; cutters holds the page cutter of each of its column chunks, and
+	pending []arrow.RecordBatch // the rows of the row group being gathered not encoded yet
+	// pendingRows and pendingBytes are pending's rows and bytes (more than one encoder).
+	pendingRows, pendingBytes int64
+	// open is the buffered row group being encoded a share at a time (more than one encoder),
+	// nil between row groups; cutters holds the page cutter of each of its column chunks, and
 	// faulty says faults.EncodeChangeValue may still act on its faultLeaf column.
 	open    file.BufferedRowGroupWriter
 	cutters []*pageCutter
@@ -303,9 +306,9 @@ func (l *Layout) dictionary(i int, col *schema.Column) bool {
 // row groups every RowGroupRows rows. With one encoder, rows are held (rec is retained, not
 // copied) until a row group is complete; the row group is then encoded column by column straight
 // to the underlying writer, so the writer holds at most one row group of Arrow data plus the
-// buffers of the one column chunk being encoded. With WriterOptions.EncodeWorkers > 1, rec's
-// columns are encoded before Write returns, and the writer holds the row group's encoded pages
-// until it ends, no Arrow data.
+// buffers of the one column chunk being encoded. With WriterOptions.EncodeWorkers > 1, the held
+// rows are encoded every quarter of a row group (EncodeShare), and the writer holds the row
+// group's encoded pages until it ends and at most a quarter of it as Arrow data.
 func (w *Writer) Write(rec arrow.RecordBatch) error { return w.WriteSized(rec, 0) }
 
 // WriteSized is Write for a batch of about bytes bytes of data (Arrow bytes, as
@@ -343,29 +346,35 @@ func (w *Writer) WriteSized(rec arrow.RecordBatch, bytes int64) error {
 		} else {
 			rec.Retain()
 		}
-		if len(w.enc) > 1 {
-			err := w.encodeBatch(part)
-			part.Release()
-			if err != nil {
-				return fmt.Errorf("write chunk: %w", w.encodeError(err))
-			}
-		} else {
-			w.pending = append(w.pending, part)
-		}
+		w.pending = append(w.pending, part)
 		w.inGroup += take
+		w.pendingRows += take
 		w.rows += take
 		off += take
 		if off == n && n > 0 {
 			w.held += bytes
+			w.pendingBytes += bytes
 		}
 		if w.inGroup == w.rgRows || full || (w.rgBytes > 0 && w.held >= w.rgBytes && off == n) {
 			if err := w.flushRowGroup(); err != nil {
 				return fmt.Errorf("write chunk: %w", err)
 			}
+		} else if len(w.enc) > 1 && (w.pendingRows >= max(w.rgRows/EncodeShare, 1) ||
+			(w.rgBytes > 0 && w.pendingBytes >= w.rgBytes/EncodeShare)) {
+			if err := w.encodeHeld(); err != nil {
+				return fmt.Errorf("write chunk: %w", w.encodeError(err))
+			}
 		}
 	}
 	return nil
 }
+
+// 1/EncodeShare is the part of a row group (of RowGroupRows, or of RowGroupBytes) whose rows a
+// writer with several encoders gathers before encoding them: encoding every batch as it came
+// cost a tenth more CPU than encoding a column over many batches (each batch's pieces of every
+// column in turn: the column writers' state out of cache, and goroutines started per batch),
+// and encoding the whole row group at its end left the producer of the batches waiting.
+const EncodeShare = 4
 
 func (w *Writer) checkBatch(rec arrow.RecordBatch) error {
 	want := w.layout.Schema
@@ -381,8 +390,8 @@ func (w *Writer) checkBatch(rec arrow.RecordBatch) error {
 }
 
 // flushRowGroup ends the row group being gathered: with one encoder it encodes the held rows
-// and releases them, with more it closes the buffered row group its batches were encoded into
-// (writing its column chunks). No rows, no row group: an output never has an empty row group.
+// and releases them, with more it encodes the rows not encoded yet and closes the buffered row
+// group (writing its column chunks). No rows, no row group: an output never has an empty row group.
 func (w *Writer) flushRowGroup() (err error) {
 	defer w.releasePending()
 	defer func() { err = w.encodeError(err) }()
@@ -390,7 +399,9 @@ func (w *Writer) flushRowGroup() (err error) {
 		return nil
 	}
 	if len(w.enc) > 1 {
-		err = w.open.Close()
+		if err = w.encodeHeld(); err == nil {
+			err = w.open.Close()
+		}
 		w.open = nil
 	} else {
 		err = w.encodeStreamed()
@@ -430,11 +441,15 @@ func (w *Writer) encodeStreamed() error {
 	return rgw.Close()
 }
 
-// encodeBatch encodes the columns of rec, the next rows of the row group being gathered, into the
-// buffered row group (starting it for the row group's first batch) by up to len(w.enc)
-// goroutines at once, the calling one and the helpers the budget gives (WriterOptions.Helpers),
-// each taking the next column not yet taken.
-func (w *Writer) encodeBatch(rec arrow.RecordBatch) error {
+// encodeHeld encodes the columns of the held batches, the next rows of the row group being
+// gathered, into the buffered row group (starting it for the row group's first rows) by up to
+// len(w.enc) goroutines at once, the calling one and the helpers the budget gives
+// (WriterOptions.Helpers), each taking the next column not yet taken; then releases them.
+func (w *Writer) encodeHeld() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	defer w.dropHeld()
 	if w.open == nil {
 		rgw, err := w.fw.AppendBufferedRowGroupChecked()
 		if err != nil {
@@ -449,7 +464,6 @@ func (w *Writer) encodeBatch(rec arrow.RecordBatch) error {
 			w.cutters = append(w.cutters, newPageCutter(cw))
 		}
 	}
-	batch := []arrow.RecordBatch{rec}
 	var next atomic.Int64
 	encode := func(e *columnEncoder) error {
 		for leaf := int(next.Add(1) - 1); leaf < len(w.columns); leaf = int(next.Add(1) - 1) {
@@ -458,7 +472,7 @@ func (w *Writer) encodeBatch(rec arrow.RecordBatch) error {
 			if leaf == w.faultLeaf {
 				faulty = &w.faulty // one chance per row group
 			}
-			if err := w.encodeColumn(e, w.cutters[leaf], leaf, batch, faulty); err != nil {
+			if err := w.encodeColumn(e, w.cutters[leaf], leaf, w.pending, faulty); err != nil {
 				return err
 			}
 		}
@@ -548,15 +562,21 @@ func (w *Writer) Discard() {
 }
 
 func (w *Writer) releasePending() {
+	w.dropHeld()
+	w.inGroup, w.held = 0, 0
+	for i := range w.distinct {
+		clear(w.distinct[i].seen)
+	}
+}
+
+// dropHeld releases the held batches (encoded or abandoned).
+func (w *Writer) dropHeld() {
 	for _, rec := range w.pending {
 		rec.Release()
 	}
 	clear(w.pending)
 	w.pending = w.pending[:0]
-	w.inGroup, w.held = 0, 0
-	for i := range w.distinct {
-		clear(w.distinct[i].seen)
-	}
+	w.pendingRows, w.pendingBytes = 0, 0
 }
 
 // Rows returns the number of rows written so far.
