@@ -725,6 +725,7 @@ func CopyDigest(ctx context.Context, c *Chunk, spec *CopySpec) (d verify.Digest,
 	var h verify.Hasher
 	pages := make([]int64, len(spec.Copied))
 	var row int64
+	var buf []byte
 	for rg := range md.NumRowGroups() {
 		for leaf, copied := range spec.Copied {
 			if !copied {
@@ -744,7 +745,12 @@ func CopyDigest(ctx context.Context, c *Chunk, spec *CopySpec) (d verify.Digest,
 			if err != nil {
 				return d, &InputError{Err: err}
 			}
-			buf := make([]byte, max(cc.TotalCompressedSize(), 0))
+			// One buffer for every column chunk, as large as the largest.
+			if n := int(max(cc.TotalCompressedSize(), 0)); cap(buf) < n {
+				buf = make([]byte, n)
+			} else {
+				buf = buf[:n]
+			}
 			if _, err := c.src.ReadAt(buf, cc.DataPageOffset()); err != nil {
 				return d, fmt.Errorf("row group %d column %d: %w", rg, leaf, err)
 			}
