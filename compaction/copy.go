@@ -7,14 +7,11 @@ import (
 	"math"
 	"slices"
 
-	"gocloud.dev/blob"
-
 	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/chunkstats"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/plan"
-	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/verify"
 )
 
@@ -74,11 +71,10 @@ func writeCopy(ctx context.Context, in Inputs, order []int, blocks bool, key str
 	}
 	uctx, abort := context.WithCancel(ctx)
 	defer abort()
-	bw, err := store.NewWriter(uctx, in.Bucket, key, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet"})
+	bw, cw, err := newUpload(uctx, in.Bucket, key)
 	if err != nil {
-		return res, fmt.Errorf("create %s: %w", key, err)
+		return res, err
 	}
-	cw := &countingWriter{ctx: uctx, w: bw}
 	_, rowGroupBytes := in.Plan.Limits()
 	a, err := parquetio.NewAssembler(cw, writerLayout(layout), spec, parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows,
 		RowGroupBytes: rowGroupBytes, Mem: in.Mem})

@@ -337,11 +337,10 @@ func writeChunk(ctx context.Context, in Inputs, key string, layout *parquetio.La
 	}
 	uctx, abort := context.WithCancel(ctx)
 	defer abort()
-	bw, err := store.NewWriter(uctx, in.Bucket, key, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet"})
+	bw, cw, err := newUpload(uctx, in.Bucket, key)
 	if err != nil {
-		return res, fmt.Errorf("create %s: %w", key, err)
+		return res, err
 	}
-	cw := &countingWriter{ctx: uctx, w: bw}
 	batchBytes, rowGroupBytes := in.Plan.Limits()
 	pw, err := parquetio.NewWriter(cw, writerLayout(layout), parquetio.WriterOptions{RowGroupRows: in.Plan.RowGroupRows,
 		RowGroupBytes: rowGroupBytes, Mem: mem, EncodeWorkers: EncodeWorkers, Helpers: helpers})
@@ -553,6 +552,16 @@ func readBackError(key string, err error) error {
 		return &verify.MismatchError{What: fmt.Sprintf("written chunk %s cannot be read back: %v", key, err)}
 	}
 	return fmt.Errorf("read back written chunk %s: %w", key, err)
+}
+
+// newUpload starts the upload of an output chunk to key (cancel ctx to abort it): the store's
+// writer and a countingWriter over it.
+func newUpload(ctx context.Context, b *blob.Bucket, key string) (*store.Writer, *countingWriter, error) {
+	bw, err := store.NewWriter(ctx, b, key, &blob.WriterOptions{ContentType: "application/vnd.apache.parquet"})
+	if err != nil {
+		return nil, nil, fmt.Errorf("create %s: %w", key, err)
+	}
+	return bw, &countingWriter{ctx: ctx, w: bw}, nil
 }
 
 type countingWriter struct {

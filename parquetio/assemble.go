@@ -514,20 +514,9 @@ func (a *Assembler) reencode(ctx context.Context, c *Chunk, rg, leaf int) error 
 // encodePieces writes arr into the row group's writer of leaf column leaf, in the pieces its
 // page cutter asks for.
 func (a *Assembler) encodePieces(e *columnEncoder, g *assembledGroup, leaf int, arr arrow.Array) error {
-	cw, pages := g.writers[leaf], g.cutters[leaf]
 	faulty := g.faulty && leaf == a.enc.faultLeaf
-	for off := 0; off < arr.Len(); {
-		n := pages.piece(arr, off)
-		part := array.NewSlice(arr, int64(off), int64(off+n))
-		err := a.enc.writeLeaf(e, cw, a.enc.columns[leaf].path, part, &faulty)
-		part.Release()
-		if err != nil {
-			return err
-		}
-		if err := pages.wrote(n); err != nil {
-			return err
-		}
-		off += n
+	if err := a.enc.writePieces(e, g.cutters[leaf], leaf, arr, &faulty); err != nil {
+		return err
 	}
 	if leaf == a.enc.faultLeaf {
 		g.faulty = faulty

@@ -499,23 +499,29 @@ func (w *Writer) encodeHeld() error {
 // the column chunk being written; faulty is the column chunk's chance of
 // faults.EncodeChangeValue.
 func (w *Writer) encodeColumn(e *columnEncoder, pages *pageCutter, leaf int, recs []arrow.RecordBatch, faulty *bool) error {
-	col := w.columns[leaf]
-	cw := pages.cw
 	for _, rec := range recs {
-		values := rec.Column(col.field)
-		for off := 0; off < values.Len(); {
-			n := pages.piece(values, off)
-			part := array.NewSlice(values, int64(off), int64(off+n))
-			err := w.writeLeaf(e, cw, col.path, part, faulty)
-			part.Release()
-			if err != nil {
-				return err
-			}
-			if err := pages.wrote(n); err != nil {
-				return err
-			}
-			off += n
+		if err := w.writePieces(e, pages, leaf, rec.Column(w.columns[leaf].field), faulty); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// writePieces writes values, of leaf column leaf, to its page cutter's column writer in the
+// pieces the cutter asks for.
+func (w *Writer) writePieces(e *columnEncoder, pages *pageCutter, leaf int, values arrow.Array, faulty *bool) error {
+	for off := 0; off < values.Len(); {
+		n := pages.piece(values, off)
+		part := array.NewSlice(values, int64(off), int64(off+n))
+		err := w.writeLeaf(e, pages.cw, w.columns[leaf].path, part, faulty)
+		part.Release()
+		if err != nil {
+			return err
+		}
+		if err := pages.wrote(n); err != nil {
+			return err
+		}
+		off += n
 	}
 	return nil
 }
