@@ -77,6 +77,9 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 			logPanic(ctx, topic.Locator, err)
 			return res, a.classify(topic.Locator, err)
 		}
+		if out.NotCopied != "" {
+			logger(ctx).Info("Output rewritten: its pages cannot be copied", "topic", topic.Locator, "output", o.Ordinal, "why", out.NotCopied)
+		}
 		if err := faults.Hit(ctx, faults.WriteChunksAfterWrite); err != nil {
 			return res, err
 		}

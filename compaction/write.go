@@ -49,6 +49,9 @@ type OutputResult struct {
 	// the pages of its copyable columns copied as stored, the other columns re-encoded. False:
 	// the chunk was rewritten (every row decoded, merged and encoded).
 	Copied bool
+	// NotCopied, for an output whose inputs follow each other but whose pages could not be
+	// copied, says why (parquetio.ErrNotCopyable's cause); "" otherwise.
+	NotCopied string
 }
 
 // Inputs resolves plan inputs to object keys for WriteOutput.
@@ -128,9 +131,16 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 		if !errors.Is(err, parquetio.ErrNotCopyable) {
 			return res, err
 		}
+		return rewriteOutput(ctx, in, o, key, layout, progress, err.Error())
 	}
+	return rewriteOutput(ctx, in, o, key, layout, progress, "")
+}
+
+// rewriteOutput writes output o by the rewrite path (see WriteOutput); notCopied is why the copy
+// path was not taken, when it was tried.
+func rewriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64), notCopied string) (OutputResult, error) {
 	in.shared = map[string]*sharedChunk{}
-	return writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
+	res, err := writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
 		col := newCollector(layout.Schema, in.Plan.BatchRows, in.Plan.ArrowBytesPerRow, out.mem, out.send)
 		defer col.release()
 		r := merge.Range{Lo: o.Lo, Hi: o.Hi, Inputs: o.Inputs}
@@ -143,6 +153,8 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 		}
 		return col.flush()
 	})
+	res.NotCopied = notCopied
+	return res, err
 }
 
 // WriteRollup writes output chunk o of a concatenate plan (tiered compaction, Qbeast rollup) to
@@ -153,13 +165,15 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 // order the output is written by the copy path (writeCopy) where the inputs' columns allow it.
 func WriteRollup(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	in.footer = layout.Footer
+	notCopied := ""
 	if CopyPages && rollupCopyable(in.Plan, o) {
 		res, err := writeCopy(ctx, in, o.Inputs, true, key, layout, progress)
 		if !errors.Is(err, parquetio.ErrNotCopyable) {
 			return res, err
 		}
+		notCopied = err.Error()
 	}
-	return writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
+	res, err := writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
 		var h verify.Hasher
 		for _, i := range o.Inputs {
 			pi := in.Plan.Inputs[i]
@@ -176,6 +190,8 @@ func WriteRollup(ctx context.Context, in Inputs, o plan.Output, key string, layo
 		}
 		return nil
 	})
+	res.NotCopied = notCopied
+	return res, err
 }
 
 // readBlocks reads the row groups of input pi one after the other, handing each one's rows in key

@@ -121,12 +121,13 @@ func dataEncoding(cc *metadata.ColumnChunkMetaData) (parquet.Encoding, bool) {
 	return enc, n == 1
 }
 
-// Copied pages are kept only while they are of about the size a Writer's pages are: at most
-// CopiedPageBytes uncompressed (a reader holds a page whole; arrow-go's default page size) and
-// CopiedPageRows rows (the unit a window read fetches: 8 of a Writer's pages). A larger page
-// makes its output rewritten (ErrNotCopyable).
+// Copied pages are kept only while they stay near the size a Writer's pages are: at most
+// CopiedPageBytes uncompressed (a reader holds a page whole: 16 of a Writer's pages; an ingestion
+// service writing a camera topic's chunk of 33 frames of 50 KB with arrow-go's defaults stores
+// them in one page of 1.6 MB) and CopiedPageRows rows (the unit a window read fetches: 8 of a
+// Writer's pages). A larger page makes its output rewritten (ErrNotCopyable).
 const (
-	CopiedPageBytes = 1 << 20
+	CopiedPageBytes = 4 << 20
 	CopiedPageRows  = 8 * DataPageRows
 )
 
