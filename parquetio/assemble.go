@@ -278,6 +278,42 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 			return fmt.Errorf("row group %d column %d is stored otherwise than the copy spec's: %w", rg, leaf, ErrNotCopyable)
 		}
 	}
+	// The re-encoded columns are decoded and encoded in a goroutine while this one reads the
+	// copied columns' pages (the object's bytes only: c's readers serve one goroutine at a time);
+	// the page statistics, read through c's readers, come after.
+	var reencoded verify.Digest
+	done := make(chan error, 1)
+	go func() {
+		done <- func() (err error) {
+			defer guard(&err, "re-encode row group")
+			for leaf, copied := range a.spec.Copied {
+				if !copied {
+					if err := a.reencode(ctx, c, rg, leaf, &reencoded); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}()
+	}()
+	pages := make([][]rawPage, len(a.spec.Copied))
+	var readErr error
+	for leaf, copied := range a.spec.Copied {
+		if copied && readErr == nil {
+			cc, err := md.ColumnChunk(leaf)
+			if err == nil {
+				pages[leaf], err = a.readPages(ctx, c, rg, leaf, cc, n)
+			}
+			readErr = err
+		}
+	}
+	if err := <-done; err != nil {
+		return err
+	}
+	if readErr != nil {
+		return readErr
+	}
+	a.Read.Sum += reencoded.Sum
 	var ts *array.Int64 // the row group's timestamps, decoded when a page lacks statistics
 	defer func() {
 		if ts != nil {
@@ -285,26 +321,15 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 		}
 	}()
 	for leaf, copied := range a.spec.Copied {
-		cc, err := md.ColumnChunk(leaf)
-		if err != nil {
-			return &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
-		}
 		if !copied {
-			if err := a.reencode(ctx, c, rg, leaf); err != nil {
-				return err
-			}
 			continue
 		}
-		pages, err := a.readPages(ctx, c, rg, leaf, cc, n)
-		if err != nil {
-			return err
-		}
-		stats, err := a.pageStats(c, rg, leaf, pages)
+		stats, err := a.pageStats(c, rg, leaf, pages[leaf])
 		if err != nil {
 			return err
 		}
 		var first int64
-		for i, p := range pages {
+		for i, p := range pages[leaf] {
 			st := stats[i]
 			if leaf == c.TimestampLeaf && !st.AllNullValue && !(st.HasMin && st.HasMax) {
 				if ts == nil {
@@ -320,6 +345,7 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 			g.pages[leaf] = append(g.pages[leaf], copiedPage{rawPage: p, firstRow: g.rows + first, stats: st})
 			first += int64(p.numValues)
 		}
+		cc, _ := md.ColumnChunk(leaf)
 		a.mergeStats(leaf, cc)
 	}
 	g.rows += n
@@ -492,8 +518,8 @@ func (a *Assembler) mergeStats(leaf int, cc *metadata.ColumnChunkMetaData) {
 }
 
 // reencode decodes leaf column leaf of row group rg of c and encodes it into the row group's
-// writer of that column, its values digested at their rows in the chunk.
-func (a *Assembler) reencode(ctx context.Context, c *Chunk, rg, leaf int) error {
+// writer of that column, its values digested (into d) at their rows in the chunk.
+func (a *Assembler) reencode(ctx context.Context, c *Chunk, rg, leaf int, d *verify.Digest) error {
 	g := a.group
 	col, err := c.fr.RowGroup(rg).Column(leaf).Read(ctx)
 	if err != nil {
@@ -503,7 +529,7 @@ func (a *Assembler) reencode(ctx context.Context, c *Chunk, rg, leaf int) error 
 	row := a.rows + g.rows
 	e := &a.enc.enc[0]
 	for _, arr := range col.Chunks() {
-		a.hasher.AddColumnAt(&a.Read, arr, leaf, row)
+		a.hasher.AddColumnAt(d, arr, leaf, row)
 		row += int64(arr.Len())
 		if err := a.encodePieces(e, g, leaf, arr); err != nil {
 			return err
