@@ -109,6 +109,9 @@ func TestMetricsAfterAPass(t *testing.T) {
 		{"storeopt_step_duration_seconds_count", map[string]string{"step": metrics.StepWriteChunks, "outcome": "ok"}, float64(outChunks)},
 		{"storeopt_step_duration_seconds_count", map[string]string{"step": metrics.StepCommit, "outcome": "ok"}, 3},
 		{"storeopt_step_duration_seconds_count", map[string]string{"outcome": "error"}, 1},
+		// The preset's chunks overlap in time: every output is rewritten.
+		{"storeopt_written_chunks_total", map[string]string{"path": metrics.PathRewrite}, float64(outChunks)},
+		{"storeopt_written_chunks_total", map[string]string{"path": metrics.PathCopy}, 0},
 		{"storeopt_memory_pool_limit_bytes", nil, pool},
 		{"storeopt_memory_pool_reserved_bytes", nil, 0},
 	} {

@@ -162,6 +162,8 @@ func Build() (dashboard.Dashboard, error) {
 		WithPanel(p.graph("Optimized bytes per second", "Object bytes of the chunks replaced (input) and written (output) by committed optimizations.", "Bps",
 			query{rate("storeopt_input_bytes_total", "", "policy"), "input {{policy}}"},
 			query{rate("storeopt_output_bytes_total", "", "policy"), "output {{policy}}"})).
+		WithPanel(p.graph("Written by path", "Arrow bytes of the output chunks written and read back, by path: rewritten (decoded, merged, encoded) or assembled from the inputs' pages (copy).", "Bps",
+			query{rate("storeopt_written_arrow_bytes_total", "", "path"), "{{path}}"})).
 		WithPanel(p.graph("Store throughput", "Bytes the workers read from and wrote to the object store (failed attempts included).", "Bps",
 			query{rate("storeopt_bytes_read_total", "", "instance"), "read {{instance}}"},
 			query{rate("storeopt_bytes_written_total", "", "instance"), "written {{instance}}"}))
