@@ -375,8 +375,9 @@ func (a *Assembler) readPages(ctx context.Context, c *Chunk, rg, leaf int, cc *m
 	if err != nil {
 		return nil, err
 	}
+	descr := c.pf.MetaData().Schema.Column(leaf)
 	var values int64
-	for _, p := range pages {
+	for k, p := range pages {
 		if p.kind != pageData || parquet.Encoding(p.encoding) != a.spec.encoding[leaf] {
 			return nil, fmt.Errorf("row group %d column %d: page of type %d, encoding %d: %w", rg, leaf, p.kind, p.encoding, ErrNotCopyable)
 		}
@@ -392,6 +393,9 @@ func (a *Assembler) readPages(ctx context.Context, c *Chunk, rg, leaf int, cc *m
 		if out := codec.Decode(a.scratch[:p.uncompressed], p.data); len(out) != int(p.uncompressed) {
 			return nil, inputErrorf("row group %d column %d: a page decompresses to %d bytes, its header says %d",
 				rg, leaf, len(out), p.uncompressed)
+		}
+		if err := checkPage(descr, p.numValues, parquet.Encoding(p.defEnc), parquet.Encoding(p.encoding), a.scratch[:p.uncompressed]); err != nil {
+			return nil, inputErrorf("row group %d column %d: page %d of the column chunk: %v", rg, leaf, k, err)
 		}
 		values += int64(p.numValues)
 	}

@@ -379,3 +379,65 @@ func TestAssembleInputsOfOtherWriters(t *testing.T) {
 		})
 	}
 }
+
+// A corrupt page of a copied column that still decompresses to its stated size is an input
+// error when its levels or values do not fit it, as a rewrite's decoding finds them: in the
+// definition levels' length, in a level run's header, in a byte array's length. It must not be
+// copied into an output that verifies (the copy digest is of the stored bytes, corrupt or not).
+func TestAssemblerRefusesCorruptLevelsAndValues(t *testing.T) {
+	for _, codec := range []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Snappy} {
+		inputs, _ := inputsOf(t, 2, 1500, 0, func(int) []parquet.WriterProperty {
+			return []parquet.WriterProperty{parquet.WithCompression(codec)}
+		})
+		c, err := Open(bytes.NewReader(inputs[1]), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			column string
+			at     []int // bytes of the first page's stored data flipped in turn
+		}{
+			{"i32", []int{0, 1, 3}},   // definition levels' length
+			{"f32", []int{0, 1, 3}},   // definition levels' length
+			{"bin", []int{4, 5, 7}},   // the level runs of a byte array column
+			{"nulls", []int{0, 1, 3}}, // levels of a column of nulls only
+			{"ok", []int{0, 1}},       // booleans
+			{"fsb", []int{0, 1, 3}},   // fixed-size binary
+		} {
+			leaf := c.pf.MetaData().Schema.ColumnIndexByName(tc.column)
+			cc, _ := c.pf.MetaData().RowGroup(0).ColumnChunk(leaf)
+			buf := make([]byte, cc.TotalCompressedSize())
+			if _, err := c.src.ReadAt(buf, cc.DataPageOffset()); err != nil {
+				t.Fatal(err)
+			}
+			pages, err := splitPages(context.Background(), buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dataAt := cc.DataPageOffset() + int64(cap(buf)-cap(pages[0].data))
+			for _, at := range tc.at {
+				bad := bytes.Clone(inputs[1])
+				bad[dataAt+int64(at)] ^= 0x10
+				if _, _, err := readAll(bad, 333); err == nil {
+					continue // the flip left a page a reader decodes: no one can see it
+				}
+				out, spec, read, err := assembleInputs(t, [][]byte{inputs[0], bad}, WriterOptions{RowGroupRows: 2500})
+				if err != nil {
+					if !IsInputError(err) {
+						t.Errorf("%s: column %s byte %d flipped: %v, want an input error", codec, tc.column, at, err)
+					}
+					continue
+				}
+				oc, err := Open(bytes.NewReader(out), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d, err := CopyDigest(context.Background(), oc, spec); err == nil && d == read {
+					t.Errorf("%s: column %s byte %d flipped: a page a reader cannot decode is copied, the output verifies", codec, tc.column, at)
+				}
+				oc.Close()
+			}
+		}
+		c.Close()
+	}
+}
