@@ -359,8 +359,9 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 // that each decompresses to its stated size.
 func (a *Assembler) readPages(ctx context.Context, c *Chunk, rg, leaf int, cc *metadata.ColumnChunkMetaData, rows int64) ([]rawPage, error) {
 	start, length := cc.DataPageOffset(), cc.TotalCompressedSize()
-	if start < 4 || length <= 0 || length > maxPageHeaderBytes<<6 {
-		return nil, inputErrorf("row group %d column %d: column chunk at %d of %d bytes", rg, leaf, start, length)
+	if start < 4 || length <= 0 || length > maxPageHeaderBytes<<6 || start+length > c.size-c.FooterBytes-8 {
+		return nil, inputErrorf("row group %d column %d: column chunk at %d of %d bytes in a chunk of %d bytes (footer %d)",
+			rg, leaf, start, length, c.size, c.FooterBytes)
 	}
 	buf := a.enc.mem.Allocate(int(length))
 	a.group.bufs = append(a.group.bufs, buf)

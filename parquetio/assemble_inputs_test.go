@@ -3,6 +3,7 @@ package parquetio
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -439,5 +440,23 @@ func TestAssemblerRefusesCorruptLevelsAndValues(t *testing.T) {
 			}
 		}
 		c.Close()
+	}
+}
+
+// An input whose last column chunk runs past the object's end (bytes cut out before its
+// footer) is an input error, as it is to a rewrite, not a read error of the store (retried).
+func TestAssemblerRefusesAColumnChunkPastTheEnd(t *testing.T) {
+	inputs, _ := inputsOf(t, 2, 1500, 0, func(int) []parquet.WriterProperty {
+		return []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithMaxRowGroupLength(5000)}
+	})
+	in := inputs[1]
+	footer := int(binary.LittleEndian.Uint32(in[len(in)-8:]))
+	start := len(in) - 8 - footer
+	cut := append(bytes.Clone(in[:start-footer-200]), in[start:]...)
+	if _, _, err := readAll(cut, 333); !IsInputError(err) {
+		t.Fatalf("a rewrite's read of the cut input: %v, want an input error", err)
+	}
+	if _, _, _, err := assembleInputs(t, [][]byte{inputs[0], cut}, WriterOptions{RowGroupRows: 2500}); !IsInputError(err) {
+		t.Fatalf("assembling the cut input: %v, want an input error", err)
 	}
 }

@@ -168,6 +168,8 @@ type Chunk struct {
 	NumRows        int64
 	// FooterBytes is the size of the serialized footer (file metadata), bytes.
 	FooterBytes int64
+	// size is the object's size, bytes.
+	size int64
 	kv          metadata.KeyValueMetadata // the footer's pairs as stored
 	// dictLimits[i], when > 0, is how many distinct values top-level field i may hold in one
 	// row group: the field is stored as a dictionary with a narrow index type and read in its
@@ -246,7 +248,7 @@ func Open(r parquet.ReaderAtSeeker, mem memory.Allocator) (c *Chunk, err error) 
 		props.BufferedStreamEnabled = true
 		props.BufferSize = remoteBufferBytes
 	}
-	c = &Chunk{pf: pf, src: r, mem: mem, NumRows: pf.NumRows(), FooterBytes: int64(pf.MetaData().Size())}
+	c = &Chunk{pf: pf, src: r, mem: mem, NumRows: pf.NumRows(), FooterBytes: int64(pf.MetaData().Size()), size: size}
 	defer func() {
 		if err != nil {
 			pf.Close()
