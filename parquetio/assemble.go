@@ -339,7 +339,7 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 				}
 				st = timestampStats(ts, first, int64(p.numValues))
 			}
-			verify.AddPage(&a.Read, leaf, a.pages[leaf], p.numValues, p.data)
+			verify.AddPage(&a.Read, leaf, a.pages[leaf], p.numValues, p.header(), p.data)
 			a.pages[leaf]++
 			a.CopiedBytes += int64(len(p.data))
 			g.pages[leaf] = append(g.pages[leaf], copiedPage{rawPage: p, firstRow: g.rows + first, stats: st})
@@ -780,7 +780,7 @@ func CopyDigest(ctx context.Context, c *Chunk, spec *CopySpec) (d verify.Digest,
 				return d, &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
 			}
 			for _, p := range ps {
-				verify.AddPage(&d, leaf, pages[leaf], p.numValues, p.data)
+				verify.AddPage(&d, leaf, pages[leaf], p.numValues, p.header(), p.data)
 				pages[leaf]++
 			}
 		}

@@ -460,3 +460,69 @@ func TestAssemblerRefusesAColumnChunkPastTheEnd(t *testing.T) {
 		t.Fatalf("assembling the cut input: %v, want an input error", err)
 	}
 }
+
+// The copy digest of a stored chunk sees a changed page header of a copied column (its
+// encoding, levels' encoding or uncompressed size: how a reader decodes the page's bytes), not
+// only changed page bytes: a chunk whose header was damaged in the store must not verify.
+func TestCopyDigestSeesChangedPageHeaders(t *testing.T) {
+	inputs, _ := inputsOf(t, 2, 1500, 0, func(int) []parquet.WriterProperty {
+		return []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Snappy)}
+	})
+	out, spec, read, err := assembleInputs(t, inputs, WriterOptions{RowGroupRows: 2500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := Open(bytes.NewReader(out), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	leaf := oc.pf.MetaData().Schema.ColumnIndexByName("i32")
+	cc, _ := oc.pf.MetaData().RowGroup(0).ColumnChunk(leaf)
+	buf := make([]byte, cc.TotalCompressedSize())
+	if _, err := oc.src.ReadAt(buf, cc.DataPageOffset()); err != nil {
+		t.Fatal(err)
+	}
+	pages, err := splitPages(context.Background(), buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pages[0]
+	headerBytes := cap(buf) - cap(want.data)
+	changed := map[string]bool{}
+	for at := range headerBytes {
+		for _, bit := range []byte{1, 2, 4} {
+			damaged := bytes.Clone(buf)
+			damaged[at] ^= bit
+			ps, err := splitPages(context.Background(), damaged)
+			if err != nil || len(ps) != len(pages) || ps[0].numValues != want.numValues || !bytes.Equal(ps[0].data, want.data) {
+				continue
+			}
+			var what string
+			switch got := ps[0]; {
+			case got.encoding != want.encoding:
+				what = "encoding"
+			case got.defEnc != want.defEnc:
+				what = "definition levels' encoding"
+			case got.uncompressed != want.uncompressed:
+				what = "uncompressed size"
+			default:
+				continue
+			}
+			changed[what] = true
+			chunk := bytes.Clone(out)
+			copy(chunk[cc.DataPageOffset():], damaged)
+			dc, err := Open(bytes.NewReader(chunk), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, err := CopyDigest(context.Background(), dc, spec); err == nil && d == read {
+				t.Errorf("page header byte %d bit %d changes the page's %s: the copy digest is the inputs'", at, bit, what)
+			}
+			dc.Close()
+		}
+	}
+	if len(changed) < 3 {
+		t.Fatalf("header changes tried: %v", changed)
+	}
+}

@@ -29,6 +29,13 @@ type rawPage struct {
 	data  []byte // the page's stored bytes (compressed_page_size of them), after the header
 }
 
+// header packs the page header's fields that say how its data is read (kind, uncompressed
+// size, encodings) for verify.AddPage.
+func (p *rawPage) header() uint64 {
+	return uint64(uint32(p.uncompressed)) | uint64(uint8(p.kind))<<32 | uint64(uint8(p.encoding))<<40 |
+		uint64(uint8(p.defEnc))<<48 | uint64(uint8(p.repEnc))<<56
+}
+
 // splitPages splits the stored bytes of one column chunk into its pages (headers decoded, data
 // sliced out of b, not copied). A header that does not parse, or a page that overruns b, is an
 // *InputError.

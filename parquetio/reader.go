@@ -170,7 +170,7 @@ type Chunk struct {
 	FooterBytes int64
 	// size is the object's size, bytes.
 	size int64
-	kv          metadata.KeyValueMetadata // the footer's pairs as stored
+	kv   metadata.KeyValueMetadata // the footer's pairs as stored
 	// dictLimits[i], when > 0, is how many distinct values top-level field i may hold in one
 	// row group: the field is stored as a dictionary with a narrow index type and read in its
 	// value type (denseDictionaries).
