@@ -229,6 +229,12 @@ func newTopic(t *testing.T, chunks [][]int64) *topic {
 // newTopicWith is newTopic with its chunks written with the writer properties props.
 func newTopicWith(t *testing.T, chunks [][]int64, props *parquet.WriterProperties) *topic {
 	t.Helper()
+	return newTopicEach(t, chunks, func(int) *parquet.WriterProperties { return props })
+}
+
+// newTopicEach is newTopicWith with chunk j written with props(j).
+func newTopicEach(t *testing.T, chunks [][]int64, props func(j int) *parquet.WriterProperties) *topic {
+	t.Helper()
 	ctx := context.Background()
 	tp := &topic{bucket: memblob.OpenBucket(nil)}
 	t.Cleanup(func() { tp.bucket.Close() })
@@ -236,7 +242,7 @@ func newTopicWith(t *testing.T, chunks [][]int64, props *parquet.WriterPropertie
 	for j, ts := range chunks {
 		key := store.ChunkKey(prefix, j)
 		rec := chunkRecord(testSchema(), j, ts)
-		err := tp.bucket.WriteAll(ctx, key, encodeChunkWith(t, rec, props), nil)
+		err := tp.bucket.WriteAll(ctx, key, encodeChunkWith(t, rec, props(j)), nil)
 		rec.Release()
 		if err != nil {
 			t.Fatal(err)

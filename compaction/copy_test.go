@@ -1,0 +1,58 @@
+package compaction
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+
+	"github.com/storeopt/storeopt/store"
+)
+
+// Inputs the copy path must concatenate, or leave to a rewrite, without a row out of place:
+// each output against the brute-force merge (checkOutputs), and whether the one output of all
+// was copied.
+func TestWriteOutputByCopyEdgeCases(t *testing.T) {
+	plain := func(codec compress.Compression, v parquet.DataPageVersion) func(int) *parquet.WriterProperties {
+		return func(int) *parquet.WriterProperties {
+			return parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(3), parquet.WithDictionaryDefault(false),
+				parquet.WithStats(true), parquet.WithCompression(codec), parquet.WithDataPageVersion(v))
+		}
+	}
+	var tiny [][]int64
+	for i := range 400 {
+		tiny = append(tiny, []int64{int64(3 * i), int64(3*i + 1)}[:1+i%2])
+	}
+	for _, tc := range []struct {
+		name   string
+		chunks [][]int64
+		props  func(int) *parquet.WriterProperties
+		copied bool
+	}{
+		{"one input", [][]int64{{1, 2, 3, 4, 5}}, plain(compress.Codecs.Zstd, parquet.DataPageV1), true},
+		{"nulls before the next input", [][]int64{{1, 2, N}, {3, 4}, {5}}, plain(compress.Codecs.Zstd, parquet.DataPageV1), false},
+		{"nulls only, then values", [][]int64{{N, N}, {1, 2}}, plain(compress.Codecs.Zstd, parquet.DataPageV1), true}, // appended in key order
+		{"values, then nulls only", [][]int64{{1, 2}, {N, N}}, plain(compress.Codecs.Zstd, parquet.DataPageV1), true},
+		{"an input inside another's range", [][]int64{{1, 10}, {5, 6}}, plain(compress.Codecs.Zstd, parquet.DataPageV1), false},
+		{"uncompressed", [][]int64{{1, 2, 3}, {4, 5, 6, 7}}, plain(compress.Codecs.Uncompressed, parquet.DataPageV1), true},
+		{"V2 pages", [][]int64{{1, 2, 3}, {4, 5, 6, 7}}, plain(compress.Codecs.Zstd, parquet.DataPageV2), false},
+		{"codecs differ", [][]int64{{1, 2, 3}, {4, 5, 6, 7}}, func(j int) *parquet.WriterProperties {
+			return plain([]compress.Compression{compress.Codecs.Zstd, compress.Codecs.Snappy}[j%2], parquet.DataPageV1)(j)
+		}, false},
+		{"400 tiny inputs", tiny, plain(compress.Codecs.Snappy, parquet.DataPageV1), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := newTopicEach(t, tc.chunks, tc.props)
+			p := tp.plan(t, 1<<30)
+			checkOutputs(t, tp, p)
+			if len(p.Outputs) != 1 {
+				return
+			}
+			res, err := WriteOutput(context.Background(), Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"C", 0), tp.layout(t), nil)
+			if err != nil || res.Copied != tc.copied {
+				t.Fatalf("copied %v (%s), want %v; %v\n%s", res.Copied, res.NotCopied, tc.copied, err, p.Picture())
+			}
+		})
+	}
+}
