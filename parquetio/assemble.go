@@ -346,7 +346,18 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 			first += int64(p.numValues)
 		}
 		cc, _ := md.ColumnChunk(leaf)
-		a.mergeStats(leaf, cc)
+		if leaf != c.TimestampLeaf || rangeKnown(cc) {
+			a.mergeStats(leaf, cc)
+			continue
+		}
+		// A rewrite always writes timestamp_ns statistics (the block index's time range of a
+		// row group): an input's column chunk without them adds its decoded values.
+		if ts == nil {
+			if ts, err = c.rowGroupTimestamps(ctx, rg); err != nil {
+				return err
+			}
+		}
+		a.addTimestamps(leaf, ts)
 	}
 	g.rows += n
 	g.bytes += b
@@ -520,6 +531,31 @@ func (a *Assembler) mergeStats(leaf int, cc *metadata.ColumnChunkMetaData) {
 		return
 	}
 	g.stats[leaf].Merge(st)
+}
+
+// rangeKnown says whether column chunk cc's statistics give its values' range: set, with a min
+// and max or only nulls.
+func rangeKnown(cc *metadata.ColumnChunkMetaData) bool {
+	set, err := cc.StatsSet()
+	if err != nil || !set {
+		return false
+	}
+	st, err := cc.Statistics()
+	return err == nil && st != nil && (st.HasMinMax() || st.HasNullCount() && st.NullCount() == cc.NumValues())
+}
+
+// addTimestamps adds the timestamps ts of an input row group to the statistics of the row
+// group being assembled (leaf column leaf, timestamp_ns).
+func (a *Assembler) addTimestamps(leaf int, ts *array.Int64) {
+	st, ok := a.group.stats[leaf].(*metadata.Int64Statistics)
+	if !ok {
+		return
+	}
+	if ts.NullN() == 0 {
+		st.Update(ts.Int64Values(), 0)
+		return
+	}
+	st.UpdateSpaced(ts.Int64Values(), ts.NullBitmapBytes(), int64(ts.Data().Offset()), int64(ts.NullN()))
 }
 
 // reencode decodes leaf column leaf of row group rg of c and encodes it into the row group's

@@ -526,3 +526,32 @@ func TestCopyDigestSeesChangedPageHeaders(t *testing.T) {
 		t.Fatalf("header changes tried: %v", changed)
 	}
 }
+
+// Inputs written without statistics give an output whose timestamp_ns column chunks have them,
+// as a rewrite's do: the catalog's block index (Blocks) takes each row group's time range from
+// them, and window reads skip row groups by it.
+func TestAssembledTimestampsHaveStatisticsWithoutTheInputs(t *testing.T) {
+	inputs, recs := inputsOf(t, 3, 1500, 40, func(i int) []parquet.WriterProperty {
+		return []parquet.WriterProperty{parquet.WithStats(i == 1)} // statistics in the second only
+	})
+	opts := WriterOptions{RowGroupRows: 2500}
+	out, spec, read, err := assembleInputs(t, inputs, opts)
+	if err != nil || spec == nil || !spec.Copied[0] {
+		t.Fatalf("assemble: %v (spec %v)", err, spec)
+	}
+	checkAssembled(t, inputs, recs, opts, out, spec, read)
+	c, err := Open(bytes.NewReader(out), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	blocks, err := c.Blocks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range blocks {
+		if b.MinTs == nil || b.MaxTs == nil || b.Nulls < 0 {
+			t.Errorf("row group %d: no timestamp range in the block index (%+v)", i, b)
+		}
+	}
+}
