@@ -314,7 +314,7 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 		return readErr
 	}
 	a.Read.Sum += reencoded.Sum
-	var ts *array.Int64 // the row group's timestamps, decoded when a page lacks statistics
+	var ts *array.Int64 // the row group's timestamps, decoded for their statistics
 	defer func() {
 		if ts != nil {
 			ts.Release()
@@ -331,7 +331,9 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 		var first int64
 		for i, p := range pages[leaf] {
 			st := stats[i]
-			if leaf == c.TimestampLeaf && !st.AllNullValue && !(st.HasMin && st.HasMax) {
+			if leaf == c.TimestampLeaf {
+				// timestamp_ns's page statistics (the column index window reads seek by) come
+				// from its values, never from the input's index or page headers.
 				if ts == nil {
 					if ts, err = c.rowGroupTimestamps(ctx, rg); err != nil {
 						return err
@@ -346,17 +348,12 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 			first += int64(p.numValues)
 		}
 		cc, _ := md.ColumnChunk(leaf)
-		if leaf != c.TimestampLeaf || rangeKnown(cc) {
+		if leaf != c.TimestampLeaf {
 			a.mergeStats(leaf, cc)
 			continue
 		}
-		// A rewrite always writes timestamp_ns statistics (the block index's time range of a
-		// row group): an input's column chunk without them adds its decoded values.
-		if ts == nil {
-			if ts, err = c.rowGroupTimestamps(ctx, rg); err != nil {
-				return err
-			}
-		}
+		// timestamp_ns's statistics (the block index's time range of a row group, which a
+		// rewrite always writes) come from its values too.
 		a.addTimestamps(leaf, ts)
 	}
 	g.rows += n
@@ -531,17 +528,6 @@ func (a *Assembler) mergeStats(leaf int, cc *metadata.ColumnChunkMetaData) {
 		return
 	}
 	g.stats[leaf].Merge(st)
-}
-
-// rangeKnown says whether column chunk cc's statistics give its values' range: set, with a min
-// and max or only nulls.
-func rangeKnown(cc *metadata.ColumnChunkMetaData) bool {
-	set, err := cc.StatsSet()
-	if err != nil || !set {
-		return false
-	}
-	st, err := cc.Statistics()
-	return err == nil && st != nil && (st.HasMinMax() || st.HasNullCount() && st.NullCount() == cc.NumValues())
 }
 
 // addTimestamps adds the timestamps ts of an input row group to the statistics of the row

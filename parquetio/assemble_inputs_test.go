@@ -555,3 +555,49 @@ func TestAssembledTimestampsHaveStatisticsWithoutTheInputs(t *testing.T) {
 		}
 	}
 }
+
+// An input whose timestamp_ns column index does not hold its pages' values (a writer's bug, a
+// byte changed in the store: nothing checks an index) gives an output whose timestamp_ns column
+// index and statistics hold the values, as a rewrite's do: window reads and the block index
+// rely on them.
+func TestAssembledTimestampIndexFromTheValues(t *testing.T) {
+	inputs, recs := inputsOf(t, 2, 1500, 0, func(int) []parquet.WriterProperty {
+		return []parquet.WriterProperty{parquet.WithPageIndexEnabled(true)}
+	})
+	c, err := Open(bytes.NewReader(inputs[1]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := c.columnIndex(0, c.TimestampLeaf)
+	cc, _ := c.pf.MetaData().RowGroup(0).ColumnChunk(c.TimestampLeaf)
+	loc := cc.GetColumnIndexLocation()
+	c.Close()
+	if ci == nil || loc == nil {
+		t.Fatal("no timestamp column index in the input")
+	}
+	// Find a byte of the column index whose change leaves it readable with another minimum.
+	var damaged []byte
+	for at := loc.Offset; at < loc.Offset+int64(loc.Length) && damaged == nil; at++ {
+		bad := bytes.Clone(inputs[1])
+		bad[at] ^= 0x40
+		bc, err := Open(bytes.NewReader(bad), nil)
+		if err != nil {
+			continue
+		}
+		if bci := bc.columnIndex(0, bc.TimestampLeaf); bci != nil && len(bci.GetMinValues()) == len(ci.GetMinValues()) &&
+			!bytes.Equal(bci.GetMinValues()[0], ci.GetMinValues()[0]) && len(bci.GetMinValues()[0]) == 8 {
+			damaged = bad
+		}
+		bc.Close()
+	}
+	if damaged == nil {
+		t.Fatal("no byte of the column index changes a minimum")
+	}
+	inputs[1] = damaged
+	opts := WriterOptions{RowGroupRows: 2500}
+	out, spec, read, err := assembleInputs(t, inputs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAssembled(t, inputs, recs, opts, out, spec, read)
+}
