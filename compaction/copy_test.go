@@ -1,7 +1,9 @@
 package compaction
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet"
@@ -54,5 +56,34 @@ func TestWriteOutputByCopyEdgeCases(t *testing.T) {
 				t.Fatalf("copied %v (%s), want %v; %v\n%s", res.Copied, res.NotCopied, tc.copied, err, p.Picture())
 			}
 		})
+	}
+}
+
+// An input whose copied column holds a corrupt page (a byte array's length changed, the page
+// still the size its header says) fails the output with a ChunkError naming that input (its
+// topic quarantined after repeated runs), not an output that verifies with the page copied.
+func TestWriteOutputByCopyCorruptInput(t *testing.T) {
+	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(3), parquet.WithDictionaryDefault(false),
+		parquet.WithStats(true), parquet.WithCompression(compress.Codecs.Uncompressed))
+	tp := newTopicWith(t, [][]int64{{1, 2, 3}, {4, 5, 6}}, props)
+	ctx := context.Background()
+	key := store.ChunkKey(prefix, 1)
+	data, err := tp.bucket.ReadAll(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(data, []byte("\x08\x00\x00\x00in1/row0")) // a PLAIN value: its length, its bytes
+	if at < 0 {
+		t.Fatal("no payload value in the chunk")
+	}
+	data[at+1] ^= 0x10 // the length, little endian: 8 + 4096
+	if err := tp.bucket.WriteAll(ctx, key, data, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := tp.plan(t, 1<<30)
+	_, err = WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"C", 0), tp.layout(t), nil)
+	var ce *ChunkError
+	if !errors.As(err, &ce) || ce.Key != key {
+		t.Fatalf("writing an output of a corrupt input: %v, want a ChunkError of %s", err, key)
 	}
 }
