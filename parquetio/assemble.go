@@ -133,9 +133,15 @@ const (
 
 // ErrNotCopyable is returned by Assembler.Append when an input's pages cannot be copied after
 // all: a page of another kind or encoding than the column chunk's metadata lists, a page larger
-// than CopiedPageBytes or CopiedPageRows, or an input whose columns differ from the spec's. The
-// output must be rewritten instead; nothing of it is valid.
+// than CopiedPageBytes or CopiedPageRows, a column chunk larger than copiedChunkBytes, or an
+// input whose columns differ from the spec's. The output must be rewritten instead; nothing of
+// it is valid.
 var ErrNotCopyable = errors.New("pages cannot be copied")
+
+// copiedChunkBytes is the largest column chunk the copy path reads (it holds a row group's
+// copied column chunks whole until the row group is written); a larger one, valid but for a
+// rewrite to read page by page, makes its output rewritten (a variable for tests).
+var copiedChunkBytes int64 = maxPageHeaderBytes << 6
 
 // Assembler writes one chunk of a layout by the copy path: whole row groups of input chunks
 // appended in order, the pages of the copied leaf columns taken as stored (their headers
@@ -367,7 +373,10 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 // that each decompresses to its stated size.
 func (a *Assembler) readPages(ctx context.Context, c *Chunk, rg, leaf int, cc *metadata.ColumnChunkMetaData, rows int64) ([]rawPage, error) {
 	start, length := cc.DataPageOffset(), cc.TotalCompressedSize()
-	if start < 4 || length <= 0 || length > maxPageHeaderBytes<<6 || start+length > c.size-c.FooterBytes-8 {
+	if length > copiedChunkBytes && start+length <= c.size {
+		return nil, fmt.Errorf("row group %d column %d: column chunk of %d bytes: %w", rg, leaf, length, ErrNotCopyable)
+	}
+	if start < 4 || length <= 0 || start+length > c.size-c.FooterBytes-8 {
 		return nil, inputErrorf("row group %d column %d: column chunk at %d of %d bytes in a chunk of %d bytes (footer %d)",
 			rg, leaf, start, length, c.size, c.FooterBytes)
 	}

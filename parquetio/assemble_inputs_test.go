@@ -601,3 +601,15 @@ func TestAssembledTimestampIndexFromTheValues(t *testing.T) {
 	}
 	checkAssembled(t, inputs, recs, opts, out, spec, read)
 }
+
+// A column chunk larger than the copy path holds in memory (CopiedChunkBytes) makes its output
+// rewritten (ErrNotCopyable), not its input reported as corrupt: it is a valid chunk a rewrite
+// reads page by page.
+func TestAssemblerLeavesLargeColumnChunksToARewrite(t *testing.T) {
+	defer func(b int64) { copiedChunkBytes = b }(copiedChunkBytes)
+	copiedChunkBytes = 1 << 10
+	inputs, _ := inputsOf(t, 2, 1500, 0, func(int) []parquet.WriterProperty { return nil })
+	if _, _, _, err := assembleInputs(t, inputs, WriterOptions{RowGroupRows: 2500}); !errors.Is(err, ErrNotCopyable) || IsInputError(err) {
+		t.Fatalf("assembling column chunks larger than the copy path holds: %v, want ErrNotCopyable", err)
+	}
+}
