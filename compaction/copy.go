@@ -272,36 +272,39 @@ func (in Inputs) mergedStats(ctx context.Context, layout *parquetio.Layout, orde
 // min, max) and checks that they are in key order (non-null ones ascending, nulls last): the
 // whole chunk's, or with blocks each row group's.
 func timestampFacts(ctx context.Context, key string, c *parquetio.Chunk, blocks bool, st *chunkstats.Stats) error {
-	ts, err := c.Timestamps(ctx)
-	if err != nil {
-		return readBackError(key, err)
-	}
-	defer ts.Release()
 	var lo, hi, prev int64
 	found, null := false, false
-	rg, end := 0, c.RowGroupRows(0)
-	for i := range ts.Len() {
-		for blocks && int64(i) >= end && rg+1 < c.NumRowGroups() {
-			rg++
-			end += c.RowGroupRows(rg)
+	var row int64
+	// A row group at a time: the chunk's timestamps may be tens of MiB.
+	for rg := range c.NumRowGroups() {
+		ts, err := c.RowGroupTimestamps(ctx, rg)
+		if err != nil {
+			return readBackError(key, err)
+		}
+		if blocks {
 			prev, null = math.MinInt64, false
 		}
-		if ts.IsNull(i) {
-			st.TimestampNullCount++
-			null = true
-			continue
+		for i := range ts.Len() {
+			if ts.IsNull(i) {
+				st.TimestampNullCount++
+				null = true
+				continue
+			}
+			v := ts.Value(i)
+			if null || (found && v < prev) {
+				ts.Release()
+				return &verify.MismatchError{What: fmt.Sprintf("written chunk %s: row %d is out of key order", key, row+int64(i))}
+			}
+			if !found || v < lo {
+				lo = v
+			}
+			if !found || v > hi {
+				hi = v
+			}
+			prev, found = v, true
 		}
-		v := ts.Value(i)
-		if null || (found && v < prev) {
-			return &verify.MismatchError{What: fmt.Sprintf("written chunk %s: row %d is out of key order", key, i)}
-		}
-		if !found || v < lo {
-			lo = v
-		}
-		if !found || v > hi {
-			hi = v
-		}
-		prev, found = v, true
+		row += int64(ts.Len())
+		ts.Release()
 	}
 	if found {
 		st.MinTimestampNs, st.MaxTimestampNs = &lo, &hi

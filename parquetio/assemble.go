@@ -341,7 +341,7 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 				// timestamp_ns's page statistics (the column index window reads seek by) come
 				// from its values, never from the input's index or page headers.
 				if ts == nil {
-					if ts, err = c.rowGroupTimestamps(ctx, rg); err != nil {
+					if ts, err = c.RowGroupTimestamps(ctx, rg); err != nil {
 						return err
 					}
 				}
@@ -477,9 +477,35 @@ func (c *Chunk) columnIndex(rg, leaf int) metadata.ColumnIndex {
 	return ci
 }
 
-// rowGroupTimestamps decodes the timestamps of row group rg.
-func (c *Chunk) rowGroupTimestamps(ctx context.Context, rg int) (*array.Int64, error) {
-	col, err := c.fr.RowGroup(rg).Column(c.TimestampField).Read(ctx)
+// readColumnChunk decodes the top-level field of leaf column leaf (a primitive field) of row
+// group rg. pqarrow's RowGroup(rg).Column(i).Read never releases the column reader it makes (its
+// buffers stay counted by the allocator); a record reader of the one column is released here.
+func (c *Chunk) readColumnChunk(ctx context.Context, rg, leaf int) (*arrow.Chunked, error) {
+	rr, err := c.fr.GetRecordReader(ctx, []int{leaf}, []int{rg})
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Release()
+	var arrs []arrow.Array
+	defer func() {
+		for _, a := range arrs {
+			a.Release()
+		}
+	}()
+	for rr.Next() {
+		col := rr.RecordBatch().Column(0)
+		col.Retain()
+		arrs = append(arrs, col)
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return arrow.NewChunked(rr.Schema().Field(0).Type, arrs), nil
+}
+
+// RowGroupTimestamps decodes the timestamps of row group rg.
+func (c *Chunk) RowGroupTimestamps(ctx context.Context, rg int) (*array.Int64, error) {
+	col, err := c.readColumnChunk(ctx, rg, c.TimestampLeaf)
 	if err != nil {
 		return nil, &InputError{Err: fmt.Errorf("row group %d: read %s: %w", rg, TimestampColumn, err)}
 	}
@@ -557,7 +583,7 @@ func (a *Assembler) addTimestamps(leaf int, ts *array.Int64) {
 // writer of that column, its values digested (into d) at their rows in the chunk.
 func (a *Assembler) reencode(ctx context.Context, c *Chunk, rg, leaf int, d *verify.Digest) error {
 	g := a.group
-	col, err := c.fr.RowGroup(rg).Column(leaf).Read(ctx)
+	col, err := c.readColumnChunk(ctx, rg, leaf)
 	if err != nil {
 		return &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
 	}
@@ -781,7 +807,7 @@ func CopyDigest(ctx context.Context, c *Chunk, spec *CopySpec) (d verify.Digest,
 	for rg := range md.NumRowGroups() {
 		for leaf, copied := range spec.Copied {
 			if !copied {
-				col, err := c.fr.RowGroup(rg).Column(leaf).Read(ctx)
+				col, err := c.readColumnChunk(ctx, rg, leaf)
 				if err != nil {
 					return d, &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
 				}
