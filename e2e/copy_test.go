@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,4 +116,68 @@ func short(s string) string {
 		return s[:2000] + "…"
 	}
 	return s
+}
+
+// TestLevelsByCopy compacts topics recorded in order while they are live — tiered, then leveled
+// twice as chunks arrive — and rewrites them whole once finalized: every output of every step is
+// assembled from its inputs' pages (the metrics by path count none rewritten), each step leaves
+// the levels it promises and a valid block index, and the final rows are those of one full
+// optimization of the same chunks ingested at once.
+func TestLevelsByCopy(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const chunks = 12
+	live := func(sequence string) liveTopics {
+		opts := recordedInOrder()
+		opts.Sequence, opts.NoFinalize = sequence, true
+		for i := range opts.Topics {
+			opts.Topics[i].Chunks = chunks
+		}
+		return liveTopics{opts: opts, topics: e.ingest(t, opts)}
+	}
+	steps, whole := live("steps"), live("whole")
+	url, _ := testenv.StartWorkerWithMetrics(t, e.cfg)
+	const maxChunk = 128 << 10
+	for i, p := range []string{"tiered", "leveled", "leveled"} {
+		if i > 0 {
+			e.appendChunks(t, steps, chunks+4*(i-1), 4)
+		}
+		res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk, Policy: p, Scope: []string{"sequence:steps"}})
+		if res.Optimized != len(steps.topics) || res.Failed != 0 {
+			t.Fatalf("%s run %+v", p, res)
+		}
+		for _, tp := range steps.topics {
+			lv := e.levels(t, tp.TopicID)
+			if p == "leveled" && slices.Contains(lv, "L0") || p == "tiered" && slices.Contains(lv, "L1") {
+				t.Fatalf("topic %s after %s: %v", tp.Locator, p, lv)
+			}
+			checkOrder(t, readTopic(t, e.b, chunkKeys(t, e.cat, tp.TopicID)))
+			e.checkBlocks(t, tp.TopicID)
+		}
+	}
+	e.appendChunks(t, steps, chunks+8, 2)
+	e.appendChunks(t, whole, chunks, 10)
+	for _, seq := range []string{"steps", "whole"} {
+		if _, err := ingest.Finalize(ctx, e.cat, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk}); res.Optimized != 2*len(steps.topics) || res.Failed != 0 {
+		t.Fatalf("full run %+v", res)
+	}
+	for i := range steps.topics {
+		a := readTopic(t, e.b, chunkKeys(t, e.cat, steps.topics[i].TopicID))
+		b := readTopic(t, e.b, chunkKeys(t, e.cat, whole.topics[i].TopicID))
+		checkOrder(t, a)
+		if !slices.Equal(a.ordered, b.ordered) || len(a.ordered) == 0 {
+			t.Fatalf("topic %s: %d rows after the steps, %d after one full optimization, or rows differ", steps.topics[i].Locator, len(a.ordered), len(b.ordered))
+		}
+	}
+	s := metricstest.Scrape(t, url)
+	if n := s.Value(t, "storeopt_written_chunks_total", map[string]string{"path": "rewrite"}); n != 0 {
+		t.Errorf("%v chunks rewritten, want every output copied", n)
+	}
+	if n := s.Value(t, "storeopt_written_chunks_total", map[string]string{"path": "copy"}); n == 0 {
+		t.Error("no chunk copied")
+	}
 }
