@@ -41,9 +41,11 @@ func (p *rawPage) header() uint64 {
 // *InputError.
 func splitPages(ctx context.Context, b []byte) ([]rawPage, error) {
 	var pages []rawPage
-	for off := 0; off < len(b); {
-		buf := bytes.NewBuffer(b[off:])
-		p := thrift.NewTCompactProtocolConf(&thrift.TMemoryBuffer{Buffer: buf}, &thrift.TConfiguration{MaxMessageSize: maxPageHeaderBytes})
+	// One reader for the whole column chunk: each header is decoded where the previous page ends.
+	buf := bytes.NewBuffer(b)
+	p := thrift.NewTCompactProtocolConf(&thrift.TMemoryBuffer{Buffer: buf}, &thrift.TConfiguration{MaxMessageSize: maxPageHeaderBytes})
+	for buf.Len() > 0 {
+		off := len(b) - buf.Len()
 		pg, compressed, err := readPageHeader(ctx, p)
 		if err != nil {
 			return nil, inputErrorf("page header at byte %d of the column chunk: %v", off, err)
@@ -52,9 +54,8 @@ func splitPages(ctx context.Context, b []byte) ([]rawPage, error) {
 		if compressed < 0 || int64(start)+int64(compressed) > int64(len(b)) {
 			return nil, inputErrorf("page at byte %d of the column chunk overruns it (%d bytes)", off, compressed)
 		}
-		pg.data = b[start : start+int(compressed)]
+		pg.data = buf.Next(int(compressed))
 		pages = append(pages, pg)
-		off = start + int(compressed)
 	}
 	return pages, nil
 }
