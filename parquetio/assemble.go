@@ -99,6 +99,18 @@ type copiedPage struct {
 	stats    metadata.EncodedStatistics
 }
 
+// dataPage returns the page to write for p, data its stored bytes: a page of p's kind whose
+// header says what p's says of how data is read (its statistics go to the column index).
+func (p *copiedPage) dataPage(data []byte) file.DataPage {
+	buf := memory.NewBufferBytes(data)
+	cfg := file.DataPageConfig{Num: p.numValues, Encoding: parquet.Encoding(p.encoding), UncompressedSize: p.uncompressed,
+		Stats: p.stats, FirstRowIndex: p.firstRow}
+	if p.kind == pageDataV2 {
+		return file.NewDataPageV2WithConfig(buf, p.v2.numNulls, p.v2.numRows, p.v2.defBytes, p.v2.repBytes, p.v2.compressed, cfg)
+	}
+	return file.NewDataPageV1WithConfig(buf, parquet.Encoding(p.defEnc), parquet.Encoding(p.repEnc), cfg)
+}
+
 // tellWriter counts the bytes written through it (arrow-go's page writers ask their position).
 type tellWriter struct {
 	w io.Writer
@@ -296,7 +308,7 @@ func (a *Assembler) readPages(ctx context.Context, c *Chunk, rg, leaf int, cc *m
 	descr := c.pf.MetaData().Schema.Column(leaf)
 	var values int64
 	for k, p := range pages {
-		if p.kind != pageData || parquet.Encoding(p.encoding) != a.spec.encoding[leaf] {
+		if (p.kind != pageData && p.kind != pageDataV2) || parquet.Encoding(p.encoding) != a.spec.encoding[leaf] {
 			return nil, fmt.Errorf("row group %d column %d: page of type %d, encoding %d: %w", rg, leaf, p.kind, p.encoding, ErrNotCopyable)
 		}
 		if p.uncompressed < 0 {
@@ -305,14 +317,11 @@ func (a *Assembler) readPages(ctx context.Context, c *Chunk, rg, leaf int, cc *m
 		if p.uncompressed > CopiedPageBytes || p.numValues > CopiedPageRows {
 			return nil, fmt.Errorf("row group %d column %d: page of %d values in %d bytes: %w", rg, leaf, p.numValues, p.uncompressed, ErrNotCopyable)
 		}
-		if cap(a.scratch) < int(p.uncompressed) {
-			a.scratch = make([]byte, p.uncompressed)
+		b, err := decompressPage(codec, &pages[k], &a.scratch)
+		if err == nil {
+			err = checkPage(descr, &pages[k], b)
 		}
-		if out := codec.Decode(a.scratch[:p.uncompressed], p.data); len(out) != int(p.uncompressed) {
-			return nil, inputErrorf("row group %d column %d: a page decompresses to %d bytes, its header says %d",
-				rg, leaf, len(out), p.uncompressed)
-		}
-		if err := checkPage(descr, p.numValues, parquet.Encoding(p.defEnc), parquet.Encoding(p.encoding), a.scratch[:p.uncompressed]); err != nil {
+		if err != nil {
 			return nil, inputErrorf("row group %d column %d: page %d of the column chunk: %v", rg, leaf, k, err)
 		}
 		values += int64(p.numValues)
@@ -587,10 +596,7 @@ func (a *Assembler) EndRowGroup() (err error) {
 				data = append([]byte(nil), data...)
 				data[len(data)-1] ^= 1
 			}
-			dp := file.NewDataPageV1WithConfig(memory.NewBufferBytes(data), parquet.Encoding(p.defEnc), parquet.Encoding(p.repEnc),
-				file.DataPageConfig{Num: p.numValues, Encoding: parquet.Encoding(p.encoding), UncompressedSize: p.uncompressed,
-					Stats: p.stats, FirstRowIndex: p.firstRow})
-			_, err := pager.WriteDataPage(dp)
+			_, err := pager.WriteDataPage(p.dataPage(data))
 			if err != nil {
 				return a.writeError(err)
 			}

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -173,10 +175,79 @@ func checkAssembled(t *testing.T, inputs [][]byte, recs []arrow.RecordBatch, opt
 		t.Fatalf("copy digest of the stored chunk %s, of the inputs %s (rows %d)", written, read, want.Rows)
 	}
 	checkStatistics(t, oc)
+	checkCopiedPages(t, inputs, out, spec)
 	again, _, _, err := assembleInputs(t, inputs, opts)
 	if err != nil || !bytes.Equal(again, out) {
 		t.Fatalf("the same inputs assembled twice give different bytes (%v)", err)
 	}
+}
+
+// storedPages returns the pages of leaf column leaf of chunk data, every row group's in order.
+func storedPages(t *testing.T, data []byte, leaf int) []rawPage {
+	t.Helper()
+	c, err := Open(bytes.NewReader(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var pages []rawPage
+	for rg := range c.NumRowGroups() {
+		cc, err := c.pf.MetaData().RowGroup(rg).ColumnChunk(leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, cc.TotalCompressedSize())
+		if _, err := c.src.ReadAt(buf, cc.DataPageOffset()); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := splitPages(context.Background(), buf)
+		if err != nil {
+			t.Fatalf("row group %d column %d: %v", rg, leaf, err)
+		}
+		pages = append(pages, ps...)
+	}
+	return pages
+}
+
+// checkCopiedPages checks that each copied column of chunk out holds the inputs' pages, in order,
+// as stored: their kind, bytes, and what their headers say of how the bytes are read (the pages
+// were copied, not re-encoded).
+func checkCopiedPages(t *testing.T, inputs [][]byte, out []byte, spec *CopySpec) {
+	t.Helper()
+	for leaf, copied := range spec.Copied {
+		if !copied {
+			continue
+		}
+		var want []rawPage
+		for _, in := range inputs {
+			want = append(want, storedPages(t, in, leaf)...)
+		}
+		got := storedPages(t, out, leaf)
+		if len(got) != len(want) {
+			t.Fatalf("copied column %d: %d pages, the inputs %d", leaf, len(got), len(want))
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if g.kind != w.kind || g.numValues != w.numValues || g.v2 != w.v2 || !slices.Equal(g.header(), w.header()) || !bytes.Equal(g.data, w.data) {
+				t.Fatalf("copied column %d page %d: kind %d, %d values, header %x, V2 %+v, %d bytes; the input's %d, %d, %x, %+v, %d bytes",
+					leaf, i, g.kind, g.numValues, g.header(), g.v2, len(g.data), w.kind, w.numValues, w.header(), w.v2, len(w.data))
+			}
+		}
+	}
+}
+
+// pageKinds counts the pages of each kind in the copied columns of chunk data.
+func pageKinds(t *testing.T, data []byte, spec *CopySpec) map[int32]int {
+	t.Helper()
+	kinds := map[int32]int{}
+	for leaf, copied := range spec.Copied {
+		if copied {
+			for _, p := range storedPages(t, data, leaf) {
+				kinds[p.kind]++
+			}
+		}
+	}
+	return kinds
 }
 
 // checkStatistics checks every column chunk's statistics and every column index entry of c
@@ -355,29 +426,70 @@ func TestAssembleInputsOfOtherWriters(t *testing.T) {
 		{"page index in some", func(i int) []parquet.WriterProperty {
 			return []parquet.WriterProperty{parquet.WithPageIndexEnabled(i%2 == 1)}
 		}},
-		{"v2 pages", same(parquet.WithDataPageVersion(parquet.DataPageV2))},
-		{"v2 pages after v1", func(i int) []parquet.WriterProperty {
-			return []parquet.WriterProperty{parquet.WithDataPageVersion([]parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2}[i%2])}
-		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			inputs, recs := inputsOf(t, 4, 1500, 40, tc.props)
-			opts := WriterOptions{RowGroupRows: 2500}
-			out, spec, read, err := assembleInputs(t, inputs, opts)
-			if spec == nil {
-				t.Logf("not copyable by CopySpecFor")
-				return
-			}
-			if errors.Is(err, ErrNotCopyable) {
-				t.Logf("ErrNotCopyable: %v", err)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("copied %v", spec.Copied)
-			checkAssembled(t, inputs, recs, opts, out, spec, read)
-		})
+		t.Run(tc.name, func(t *testing.T) { assembleAndCheck(t, tc.props, nil) })
+	}
+}
+
+// The copy path copies V2 data pages as V2 pages (their levels' lengths, rows, nulls and
+// compression kept in the headers it writes), and inputs of both page versions page by page.
+func TestAssembleV2Pages(t *testing.T) {
+	same := func(p ...parquet.WriterProperty) func(int) []parquet.WriterProperty {
+		return func(int) []parquet.WriterProperty { return p }
+	}
+	v2 := func(p ...parquet.WriterProperty) func(int) []parquet.WriterProperty {
+		return same(append(p, parquet.WithDataPageVersion(parquet.DataPageV2))...)
+	}
+	for _, tc := range []struct {
+		name  string
+		props func(int) []parquet.WriterProperty
+		kinds []int32 // the page kinds the output's copied columns hold
+	}{
+		// V2 pages: uncompressed ones say their values are not compressed.
+		{"v2 pages", v2(), []int32{pageDataV2}},
+		{"v2 pages, zstd, page index", v2(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithPageIndexEnabled(true)), []int32{pageDataV2}},
+		{"v2 pages, snappy, no statistics", v2(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithStats(false)), []int32{pageDataV2}},
+		{"v2 pages, delta encodings, byte stream split", v2(parquet.WithCompression(compress.Codecs.Gzip),
+			parquet.WithEncodingFor("timestamp_ns", parquet.Encodings.DeltaBinaryPacked),
+			parquet.WithEncodingFor("bin", parquet.Encodings.DeltaLengthByteArray),
+			parquet.WithEncodingFor("f32", parquet.Encodings.ByteStreamSplit)), []int32{pageDataV2}},
+		// Inputs of both page versions: their pages keep their kind, in the same column chunks.
+		{"v2 pages after v1", func(i int) []parquet.WriterProperty {
+			return []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Snappy),
+				parquet.WithDataPageVersion([]parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2}[i%2])}
+		}, []int32{pageData, pageDataV2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assembleAndCheck(t, tc.props, tc.kinds) })
+	}
+}
+
+// assembleAndCheck assembles 4 inputs written with props (props(i) for input i) and checks the
+// output (checkAssembled). With kinds, every column must be copied, its pages of those kinds;
+// without, the inputs may be left to a rewrite (CopySpecFor's nil, ErrNotCopyable).
+func assembleAndCheck(t *testing.T, props func(int) []parquet.WriterProperty, kinds []int32) {
+	inputs, recs := inputsOf(t, 4, 1500, 40, props)
+	opts := WriterOptions{RowGroupRows: 2500}
+	out, spec, read, err := assembleInputs(t, inputs, opts)
+	if kinds != nil && (spec == nil || err != nil || spec.CopiedLeaves() != len(spec.Copied)) {
+		t.Fatalf("not every column copied: spec %v, %v", spec, err)
+	}
+	if spec == nil {
+		t.Logf("not copyable by CopySpecFor")
+		return
+	}
+	if errors.Is(err, ErrNotCopyable) {
+		t.Logf("ErrNotCopyable: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("copied %v", spec.Copied)
+	checkAssembled(t, inputs, recs, opts, out, spec, read)
+	if kinds != nil {
+		if got := pageKinds(t, out, spec); !slices.Equal(slices.Sorted(maps.Keys(got)), kinds) {
+			t.Fatalf("pages of the copied columns by kind: %v, want kinds %v", got, kinds)
+		}
 	}
 }
 

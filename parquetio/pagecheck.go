@@ -7,39 +7,64 @@ import (
 	"math/bits"
 
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
-// checkPage checks that b, the decompressed bytes of a V1 data page of a flat leaf column
-// (descr) holding numValues values, holds them as a reader decodes them: its definition levels
-// (RLE, bit width 1) decode to numValues levels, and its values, for PLAIN and
-// BYTE_STREAM_SPLIT, fit in the bytes that follow (the others' values are not looked at). A
-// corrupt page that still decompresses to its stated size is found here, as a rewrite's
-// decoding would find it, before its bytes are copied (the copy digest is of the bytes as
-// stored and cannot tell).
-func checkPage(descr *schema.Column, numValues int32, defEnc, encoding parquet.Encoding, b []byte) error {
-	n := int(numValues)
+// decompressPage returns the bytes of data page p as a reader decodes them: a V1 page's stored
+// bytes decompressed whole, a V2 page's levels as stored followed by its values, decompressed
+// when the page says they are compressed. Decompressed bytes go to *scratch, grown as needed.
+// Levels that do not fit the page, or a page that does not come to its stated uncompressed size,
+// is an error.
+func decompressPage(codec compress.Codec, p *rawPage, scratch *[]byte) ([]byte, error) {
+	size := int(p.uncompressed)
+	levels := p.levelBytes()
+	if p.v2.defBytes < 0 || p.v2.repBytes < 0 || levels > int64(len(p.data)) || levels > int64(size) {
+		return nil, fmt.Errorf("levels of %d bytes in a page of %d bytes stored, %d uncompressed", levels, len(p.data), size)
+	}
+	if p.kind == pageDataV2 && !p.v2.compressed {
+		if len(p.data) != size {
+			return nil, fmt.Errorf("an uncompressed page of %d bytes, its header says %d", len(p.data), size)
+		}
+		return p.data, nil
+	}
+	if cap(*scratch) < size {
+		*scratch = make([]byte, size)
+	}
+	b := (*scratch)[:size]
+	copy(b, p.data[:levels])
+	if out := codec.Decode(b[levels:], p.data[levels:]); len(out) != size-int(levels) {
+		return nil, fmt.Errorf("a page decompresses to %d bytes, its header says %d", int(levels)+len(out), size)
+	}
+	return b, nil
+}
+
+// checkPage checks that b, the decompressed bytes of data page p (decompressPage) of a flat
+// leaf column (descr), holds its values as a reader decodes them: a V2 page has a row for each
+// value, its definition levels (RLE, bit width 1) decode to its number of values, and its
+// values, for PLAIN and BYTE_STREAM_SPLIT, fit in the bytes that follow (the others' values are
+// not looked at). A corrupt page that still decompresses to its stated size is found here, as a
+// rewrite's decoding would find it, before its bytes are copied (the copy digest is of the bytes
+// as stored and cannot tell).
+func checkPage(descr *schema.Column, p *rawPage, b []byte) error {
+	n := int(p.numValues)
 	nonNull := n
 	if descr.MaxRepetitionLevel() > 0 || descr.MaxDefinitionLevel() > 1 {
 		return nil // not a flat column: the copy spec refused it
 	}
+	if p.kind == pageDataV2 && p.v2.numRows != p.numValues {
+		return fmt.Errorf("%d values in %d rows of a column of one value a row", p.numValues, p.v2.numRows)
+	}
+	levels, b, ok, err := p.splitLevels(b, descr.MaxDefinitionLevel())
+	if err != nil || !ok {
+		return err
+	}
 	if descr.MaxDefinitionLevel() == 1 {
-		if defEnc != parquet.Encodings.RLE {
-			return nil
-		}
-		if len(b) < 4 {
-			return errors.New("page too short for its definition levels")
-		}
-		size := binary.LittleEndian.Uint32(b)
-		if int64(size) > int64(len(b)-4) {
-			return fmt.Errorf("definition levels of %d bytes in a page of %d", size, len(b))
-		}
-		var err error
-		if nonNull, err = countDefined(b[4:4+size], n); err != nil {
+		if nonNull, err = countDefined(levels, n); err != nil {
 			return fmt.Errorf("definition levels: %w", err)
 		}
-		b = b[4+size:]
 	}
+	encoding := parquet.Encoding(p.encoding)
 	if encoding != parquet.Encodings.Plain && encoding != parquet.Encodings.ByteStreamSplit {
 		return nil
 	}
@@ -78,6 +103,35 @@ func checkPage(descr *schema.Column, numValues int32, defEnc, encoding parquet.E
 		return fmt.Errorf("%d values in %d bytes, %d needed", nonNull, len(b), need)
 	}
 	return nil
+}
+
+// splitLevels splits b, the decompressed bytes of data page p of a column whose definition
+// levels go up to maxDef (0 or 1), into its definition levels (RLE runs, without a V1 page's
+// length prefix; none when maxDef is 0) and its values. ok is false for V1 levels of another
+// encoding than RLE, which are not looked at. A V2 page's levels are where its header says
+// (decompressPage checked that they fit), after repetition levels some writers store even for a
+// flat column.
+func (p *rawPage) splitLevels(b []byte, maxDef int16) (levels, values []byte, ok bool, err error) {
+	if p.kind == pageDataV2 {
+		if maxDef > 0 {
+			levels = b[p.v2.repBytes:p.levelBytes()]
+		}
+		return levels, b[p.levelBytes():], true, nil
+	}
+	if maxDef == 0 {
+		return nil, b, true, nil
+	}
+	if parquet.Encoding(p.defEnc) != parquet.Encodings.RLE {
+		return nil, nil, false, nil
+	}
+	if len(b) < 4 {
+		return nil, nil, false, errors.New("page too short for its definition levels")
+	}
+	size := binary.LittleEndian.Uint32(b)
+	if int64(size) > int64(len(b)-4) {
+		return nil, nil, false, fmt.Errorf("definition levels of %d bytes in a page of %d", size, len(b))
+	}
+	return b[4 : 4+size], b[4+size:], true, nil
 }
 
 // countDefined decodes the first n levels of b, an RLE/bit-packed hybrid run of bit width 1,

@@ -20,20 +20,47 @@ const (
 // rawPage is one page of a column chunk as stored: its header's fields the copy path needs and
 // its compressed bytes.
 type rawPage struct {
-	kind                     int32
-	uncompressed             int32
-	numValues                int32
-	encoding, defEnc, repEnc int32
+	kind         int32
+	uncompressed int32
+	numValues    int32
+	encoding     int32
+	// defEnc and repEnc are a V1 data page's levels' encodings (a V2 page's levels are RLE).
+	defEnc, repEnc int32
+	// v2 are the fields of a DATA_PAGE_V2 header a V1 header does not have (zero for other pages).
+	v2 pageV2
 	// stats are the page header's statistics (min_value/max_value, null_count), when set.
 	stats metadata.EncodedStatistics
 	data  []byte // the page's stored bytes (compressed_page_size of them), after the header
 }
 
-// header packs the page header's fields that say how its data is read (kind, uncompressed
-// size, encodings) for verify.AddPage.
-func (p *rawPage) header() uint64 {
-	return uint64(uint32(p.uncompressed)) | uint64(uint8(p.kind))<<32 | uint64(uint8(p.encoding))<<40 |
-		uint64(uint8(p.defEnc))<<48 | uint64(uint8(p.repEnc))<<56
+// pageV2 are DataPageHeaderV2's own fields. A V2 page stores its repetition levels, then its
+// definition levels (each RLE without a length prefix, levelBytes of them, never compressed),
+// then its values, compressed by the column chunk's codec when compressed is set.
+type pageV2 struct {
+	numNulls, numRows  int32
+	defBytes, repBytes int32
+	compressed         bool
+}
+
+// levelBytes returns the bytes of a V2 page's levels, stored uncompressed before its values (0
+// for other pages).
+func (p *rawPage) levelBytes() int64 { return int64(p.v2.defBytes) + int64(p.v2.repBytes) }
+
+// header packs the page header's fields that say how its data is read for verify.AddPage: kind,
+// uncompressed size and encodings, and for a V2 page its rows, nulls, levels' lengths and whether
+// its values are compressed.
+func (p *rawPage) header() []uint64 {
+	h := []uint64{uint64(uint32(p.uncompressed)) | uint64(uint8(p.kind))<<32 | uint64(uint8(p.encoding))<<40 |
+		uint64(uint8(p.defEnc))<<48 | uint64(uint8(p.repEnc))<<56}
+	if p.kind != pageDataV2 {
+		return h
+	}
+	var compressed uint64
+	if p.v2.compressed {
+		compressed = 1
+	}
+	return append(h, uint64(uint32(p.v2.numRows))|uint64(uint32(p.v2.numNulls))<<32,
+		uint64(uint32(p.v2.defBytes))|uint64(uint32(p.v2.repBytes))<<32, compressed)
 }
 
 // splitPages splits the stored bytes of one column chunk into its pages (headers decoded, data
@@ -77,8 +104,11 @@ func readPageHeader(ctx context.Context, p thrift.TProtocol) (pg rawPage, compre
 		case id == 3 && typ == thrift.I32:
 			compressed, err = p.ReadI32(ctx)
 			seen |= 4
-		case (id == 5 || id == 8) && typ == thrift.STRUCT:
-			err = readDataPageHeader(ctx, p, &pg, id == 8)
+		case id == 5 && typ == thrift.STRUCT:
+			err = readDataPageHeader(ctx, p, &pg, false)
+		case id == 8 && typ == thrift.STRUCT:
+			pg.v2.compressed = true // is_compressed's default
+			err = readDataPageHeader(ctx, p, &pg, true)
 		case id == 7 && typ == thrift.STRUCT:
 			err = readStruct(ctx, p, func(id int16, typ thrift.TType) (bool, error) {
 				var err error
@@ -103,7 +133,8 @@ func readPageHeader(ctx context.Context, p thrift.TProtocol) (pg rawPage, compre
 	return pg, compressed, err
 }
 
-// readDataPageHeader decodes a DataPageHeader (v2 false) or DataPageHeaderV2 into pg.
+// readDataPageHeader decodes a DataPageHeader (v2 false) or DataPageHeaderV2 (its own fields into
+// pg.v2) into pg.
 func readDataPageHeader(ctx context.Context, p thrift.TProtocol, pg *rawPage, v2 bool) error {
 	statsField, encField := int16(5), int16(2)
 	if v2 {
@@ -120,6 +151,16 @@ func readDataPageHeader(ctx context.Context, p thrift.TProtocol, pg *rawPage, v2
 			pg.defEnc, err = p.ReadI32(ctx)
 		case !v2 && id == 4 && typ == thrift.I32:
 			pg.repEnc, err = p.ReadI32(ctx)
+		case v2 && id == 2 && typ == thrift.I32:
+			pg.v2.numNulls, err = p.ReadI32(ctx)
+		case v2 && id == 3 && typ == thrift.I32:
+			pg.v2.numRows, err = p.ReadI32(ctx)
+		case v2 && id == 5 && typ == thrift.I32:
+			pg.v2.defBytes, err = p.ReadI32(ctx)
+		case v2 && id == 6 && typ == thrift.I32:
+			pg.v2.repBytes, err = p.ReadI32(ctx)
+		case v2 && id == 7 && typ == thrift.BOOL:
+			pg.v2.compressed, err = p.ReadBool(ctx)
 		case id == statsField && typ == thrift.STRUCT:
 			err = readStatistics(ctx, p, &pg.stats)
 		default:
