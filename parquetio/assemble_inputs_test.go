@@ -391,10 +391,12 @@ func inputsOf(t *testing.T, n, rows, nullTail int, props func(i int) []parquet.W
 	return inputs, recs
 }
 
+// same returns props for every input.
+func same(props ...parquet.WriterProperty) func(int) []parquet.WriterProperty {
+	return func(int) []parquet.WriterProperty { return props }
+}
+
 func TestAssembleInputsOfOtherWriters(t *testing.T) {
-	same := func(p ...parquet.WriterProperty) func(int) []parquet.WriterProperty {
-		return func(int) []parquet.WriterProperty { return p }
-	}
 	for _, tc := range []struct {
 		name  string
 		props func(int) []parquet.WriterProperty
@@ -434,9 +436,6 @@ func TestAssembleInputsOfOtherWriters(t *testing.T) {
 // The copy path copies V2 data pages as V2 pages (their levels' lengths, rows, nulls and
 // compression kept in the headers it writes), and inputs of both page versions page by page.
 func TestAssembleV2Pages(t *testing.T) {
-	same := func(p ...parquet.WriterProperty) func(int) []parquet.WriterProperty {
-		return func(int) []parquet.WriterProperty { return p }
-	}
 	v2 := func(p ...parquet.WriterProperty) func(int) []parquet.WriterProperty {
 		return same(append(p, parquet.WithDataPageVersion(parquet.DataPageV2))...)
 	}
@@ -497,61 +496,99 @@ func assembleAndCheck(t *testing.T, props func(int) []parquet.WriterProperty, ki
 // error when its levels or values do not fit it, as a rewrite's decoding finds them: in the
 // definition levels' length, in a level run's header, in a byte array's length. It must not be
 // copied into an output that verifies (the copy digest is of the stored bytes, corrupt or not).
+// A V2 page's levels are stored uncompressed whatever the codec: the page checks, not the
+// codec, find a changed level there.
 func TestAssemblerRefusesCorruptLevelsAndValues(t *testing.T) {
-	for _, codec := range []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Snappy} {
-		inputs, _ := inputsOf(t, 2, 1500, 0, func(int) []parquet.WriterProperty {
-			return []parquet.WriterProperty{parquet.WithCompression(codec)}
-		})
-		c, err := Open(bytes.NewReader(inputs[1]), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tc := range []struct {
-			column string
-			at     []int // bytes of the first page's stored data flipped in turn
-		}{
-			{"i32", []int{0, 1, 3}},   // definition levels' length
-			{"f32", []int{0, 1, 3}},   // definition levels' length
-			{"bin", []int{4, 5, 7}},   // the level runs of a byte array column
-			{"nulls", []int{0, 1, 3}}, // levels of a column of nulls only
-			{"ok", []int{0, 1}},       // booleans
-			{"fsb", []int{0, 1, 3}},   // fixed-size binary
-		} {
-			leaf := c.pf.MetaData().Schema.ColumnIndexByName(tc.column)
-			cc, _ := c.pf.MetaData().RowGroup(0).ColumnChunk(leaf)
-			buf := make([]byte, cc.TotalCompressedSize())
-			if _, err := c.src.ReadAt(buf, cc.DataPageOffset()); err != nil {
-				t.Fatal(err)
+	v1 := func(at ...int) func(rawPage) []int { return func(rawPage) []int { return at } }
+	// levels returns bytes of a V2 page's definition levels, values bytes of its values.
+	v2 := func(levels, values []int) func(rawPage) []int {
+		return func(p rawPage) []int {
+			var at []int
+			for _, l := range levels {
+				at = append(at, int(p.v2.repBytes)+l)
 			}
-			pages, err := splitPages(context.Background(), buf)
+			for _, v := range values {
+				at = append(at, int(p.levelBytes())+v)
+			}
+			return at
+		}
+	}
+	for version, kind := range map[parquet.DataPageVersion]string{parquet.DataPageV1: "V1", parquet.DataPageV2: "V2"} {
+		for _, codec := range []compress.Compression{compress.Codecs.Uncompressed, compress.Codecs.Snappy} {
+			inputs, _ := inputsOf(t, 2, 1500, 0, func(int) []parquet.WriterProperty {
+				return []parquet.WriterProperty{parquet.WithCompression(codec), parquet.WithDataPageVersion(version)}
+			})
+			c, err := Open(bytes.NewReader(inputs[1]), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			dataAt := cc.DataPageOffset() + int64(cap(buf)-cap(pages[0].data))
-			for _, at := range tc.at {
-				bad := bytes.Clone(inputs[1])
-				bad[dataAt+int64(at)] ^= 0x10
-				if _, _, err := readAll(bad, 333); err == nil {
-					continue // the flip left a page a reader decodes: no one can see it
+			cases := []struct {
+				column string
+				at     func(rawPage) []int // bytes of the first page's stored data flipped in turn
+			}{
+				{"i32", v1(0, 1, 3)},   // definition levels' length
+				{"f32", v1(0, 1, 3)},   // definition levels' length
+				{"bin", v1(4, 5, 7)},   // the level runs of a byte array column
+				{"nulls", v1(0, 1, 3)}, // levels of a column of nulls only
+				{"ok", v1(0, 1)},       // booleans
+				{"fsb", v1(0, 1, 3)},   // fixed-size binary
+			}
+			if version == parquet.DataPageV2 {
+				cases = []struct {
+					column string
+					at     func(rawPage) []int
+				}{
+					{"i32", v2([]int{0, 1}, nil)},
+					{"f32", v2([]int{0, 1}, nil)},
+					{"bin", v2([]int{0, 1}, []int{0, 1, 3})}, // the levels, the first value's length
+					{"nulls", v2([]int{0, 1}, nil)},
+					{"ok", v2([]int{0, 1}, []int{0})},
+					{"fsb", v2([]int{0, 1}, nil)},
 				}
-				out, spec, read, err := assembleInputs(t, [][]byte{inputs[0], bad}, WriterOptions{RowGroupRows: 2500})
-				if err != nil {
-					if !IsInputError(err) {
-						t.Errorf("%s: column %s byte %d flipped: %v, want an input error", codec, tc.column, at, err)
-					}
-					continue
+			}
+			refused := 0
+			for _, tc := range cases {
+				leaf := c.pf.MetaData().Schema.ColumnIndexByName(tc.column)
+				cc, _ := c.pf.MetaData().RowGroup(0).ColumnChunk(leaf)
+				buf := make([]byte, cc.TotalCompressedSize())
+				if _, err := c.src.ReadAt(buf, cc.DataPageOffset()); err != nil {
+					t.Fatal(err)
 				}
-				oc, err := Open(bytes.NewReader(out), nil)
+				pages, err := splitPages(context.Background(), buf)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if d, err := CopyDigest(context.Background(), oc, spec); err == nil && d == read {
-					t.Errorf("%s: column %s byte %d flipped: a page a reader cannot decode is copied, the output verifies", codec, tc.column, at)
+				dataAt := cc.DataPageOffset() + int64(cap(buf)-cap(pages[0].data))
+				for _, at := range tc.at(pages[0]) {
+					name := fmt.Sprintf("%s pages %s: column %s byte %d flipped", kind, codec, tc.column, at)
+					bad := bytes.Clone(inputs[1])
+					bad[dataAt+int64(at)] ^= 0x10
+					if _, _, err := readAll(bad, 333); err == nil {
+						continue // the flip left a page a reader decodes: no one can see it
+					}
+					out, spec, read, err := assembleInputs(t, [][]byte{inputs[0], bad}, WriterOptions{RowGroupRows: 2500})
+					if err != nil {
+						if !IsInputError(err) {
+							t.Errorf("%s: %v, want an input error", name, err)
+						}
+						refused++
+						continue
+					}
+					oc, err := Open(bytes.NewReader(out), nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d, err := CopyDigest(context.Background(), oc, spec); err == nil && d == read {
+						t.Errorf("%s: a page a reader cannot decode is copied, the output verifies", name)
+					}
+					oc.Close()
 				}
-				oc.Close()
 			}
+			if refused == 0 {
+				t.Errorf("%s pages %s: no flip refused by the page checks", kind, codec)
+			}
+			c.Close()
 		}
-		c.Close()
 	}
 }
 
@@ -574,68 +611,90 @@ func TestAssemblerRefusesAColumnChunkPastTheEnd(t *testing.T) {
 }
 
 // The copy digest of a stored chunk sees a changed page header of a copied column (its
-// encoding, levels' encoding or uncompressed size: how a reader decodes the page's bytes), not
-// only changed page bytes: a chunk whose header was damaged in the store must not verify.
+// encoding, levels' encoding or uncompressed size, and a V2 page's rows, nulls, levels' length
+// and compression: how a reader decodes the page's bytes), not only changed page bytes: a chunk
+// whose header was damaged in the store must not verify.
 func TestCopyDigestSeesChangedPageHeaders(t *testing.T) {
-	inputs, _ := inputsOf(t, 2, 1500, 0, func(int) []parquet.WriterProperty {
-		return []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Snappy)}
-	})
-	out, spec, read, err := assembleInputs(t, inputs, WriterOptions{RowGroupRows: 2500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc, err := Open(bytes.NewReader(out), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer oc.Close()
-	leaf := oc.pf.MetaData().Schema.ColumnIndexByName("i32")
-	cc, _ := oc.pf.MetaData().RowGroup(0).ColumnChunk(leaf)
-	buf := make([]byte, cc.TotalCompressedSize())
-	if _, err := oc.src.ReadAt(buf, cc.DataPageOffset()); err != nil {
-		t.Fatal(err)
-	}
-	pages, err := splitPages(context.Background(), buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := pages[0]
-	headerBytes := cap(buf) - cap(want.data)
-	changed := map[string]bool{}
-	for at := range headerBytes {
-		for _, bit := range []byte{1, 2, 4} {
-			damaged := bytes.Clone(buf)
-			damaged[at] ^= bit
-			ps, err := splitPages(context.Background(), damaged)
-			if err != nil || len(ps) != len(pages) || ps[0].numValues != want.numValues || !bytes.Equal(ps[0].data, want.data) {
-				continue
-			}
-			var what string
-			switch got := ps[0]; {
-			case got.encoding != want.encoding:
-				what = "encoding"
-			case got.defEnc != want.defEnc:
-				what = "definition levels' encoding"
-			case got.uncompressed != want.uncompressed:
-				what = "uncompressed size"
-			default:
-				continue
-			}
-			changed[what] = true
-			chunk := bytes.Clone(out)
-			copy(chunk[cc.DataPageOffset():], damaged)
-			dc, err := Open(bytes.NewReader(chunk), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d, err := CopyDigest(context.Background(), dc, spec); err == nil && d == read {
-				t.Errorf("page header byte %d bit %d changes the page's %s: the copy digest is the inputs'", at, bit, what)
-			}
-			dc.Close()
+	for _, tc := range []struct {
+		version parquet.DataPageVersion
+		codec   compress.Compression
+		fields  []string // the header fields some bit flip must change
+	}{
+		{parquet.DataPageV1, compress.Codecs.Snappy, []string{"encoding", "definition levels' encoding", "uncompressed size"}},
+		// arrow-go writes is_compressed only when false (true is its default): uncompressed pages.
+		{parquet.DataPageV2, compress.Codecs.Uncompressed, []string{"encoding", "uncompressed size", "rows", "nulls", "definition levels' length", "compression"}},
+	} {
+		inputs, _ := inputsOf(t, 2, 1500, 0, func(int) []parquet.WriterProperty {
+			return []parquet.WriterProperty{parquet.WithCompression(tc.codec), parquet.WithDataPageVersion(tc.version)}
+		})
+		out, spec, read, err := assembleInputs(t, inputs, WriterOptions{RowGroupRows: 2500})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(changed) < 3 {
-		t.Fatalf("header changes tried: %v", changed)
+		oc, err := Open(bytes.NewReader(out), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := oc.pf.MetaData().Schema.ColumnIndexByName("i32")
+		cc, _ := oc.pf.MetaData().RowGroup(0).ColumnChunk(leaf)
+		buf := make([]byte, cc.TotalCompressedSize())
+		if _, err := oc.src.ReadAt(buf, cc.DataPageOffset()); err != nil {
+			t.Fatal(err)
+		}
+		oc.Close()
+		pages, err := splitPages(context.Background(), buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := pages[0]
+		headerBytes := cap(buf) - cap(want.data)
+		changed := map[string]bool{}
+		for at := range headerBytes {
+			// 3 turns a compact boolean's true into false.
+			for _, bit := range []byte{1, 2, 3, 4} {
+				damaged := bytes.Clone(buf)
+				damaged[at] ^= bit
+				ps, err := splitPages(context.Background(), damaged)
+				if err != nil || len(ps) != len(pages) || ps[0].numValues != want.numValues || !bytes.Equal(ps[0].data, want.data) {
+					continue
+				}
+				var what string
+				switch got := ps[0]; {
+				case got.encoding != want.encoding:
+					what = "encoding"
+				case got.defEnc != want.defEnc:
+					what = "definition levels' encoding"
+				case got.uncompressed != want.uncompressed:
+					what = "uncompressed size"
+				case got.v2.numRows != want.v2.numRows:
+					what = "rows"
+				case got.v2.numNulls != want.v2.numNulls:
+					what = "nulls"
+				case got.v2.defBytes != want.v2.defBytes:
+					what = "definition levels' length"
+				case got.v2.compressed != want.v2.compressed:
+					what = "compression"
+				default:
+					continue
+				}
+				changed[what] = true
+				chunk := bytes.Clone(out)
+				copy(chunk[cc.DataPageOffset():], damaged)
+				dc, err := Open(bytes.NewReader(chunk), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d, err := CopyDigest(context.Background(), dc, spec); err == nil && d == read {
+					t.Errorf("page kind %d: header byte %d xor %d changes the page's %s: the copy digest is the inputs'", want.kind, at, bit, what)
+				}
+				dc.Close()
+			}
+		}
+		for _, f := range tc.fields {
+			if !changed[f] {
+				t.Errorf("page kind %d: no flip changes the %s (changed: %v)", want.kind, f, changed)
+			}
+		}
 	}
 }
 
