@@ -38,7 +38,11 @@ func TestWriteOutputByCopyEdgeCases(t *testing.T) {
 		{"values, then nulls only", [][]int64{{1, 2}, {N, N}}, plain(compress.Codecs.Zstd, parquet.DataPageV1), true},
 		{"an input inside another's range", [][]int64{{1, 10}, {5, 6}}, plain(compress.Codecs.Zstd, parquet.DataPageV1), false},
 		{"uncompressed", [][]int64{{1, 2, 3}, {4, 5, 6, 7}}, plain(compress.Codecs.Uncompressed, parquet.DataPageV1), true},
-		{"V2 pages", [][]int64{{1, 2, 3}, {4, 5, 6, 7}}, plain(compress.Codecs.Zstd, parquet.DataPageV2), false},
+		{"V2 pages", [][]int64{{1, 2, 3}, {4, 5, 6, 7}}, plain(compress.Codecs.Zstd, parquet.DataPageV2), true},
+		{"V2 pages uncompressed", [][]int64{{1, 2, 3}, {4, 5, 6, 7}}, plain(compress.Codecs.Uncompressed, parquet.DataPageV2), true},
+		{"V1 and V2 pages", [][]int64{{1, 2, 3}, {4, 5, 6, 7}, {8, N}}, func(j int) *parquet.WriterProperties {
+			return plain(compress.Codecs.Snappy, []parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2}[j%2])(j)
+		}, true},
 		{"codecs differ", [][]int64{{1, 2, 3}, {4, 5, 6, 7}}, func(j int) *parquet.WriterProperties {
 			return plain([]compress.Compression{compress.Codecs.Zstd, compress.Codecs.Snappy}[j%2], parquet.DataPageV1)(j)
 		}, false},
@@ -60,30 +64,33 @@ func TestWriteOutputByCopyEdgeCases(t *testing.T) {
 }
 
 // An input whose copied column holds a corrupt page (a byte array's length changed, the page
-// still the size its header says) fails the output with a ChunkError naming that input (its
-// topic quarantined after repeated runs), not an output that verifies with the page copied.
+// still the size its header says; V1 and V2 pages) fails the output with a ChunkError naming
+// that input (its topic quarantined after repeated runs), not an output that verifies with the
+// page copied.
 func TestWriteOutputByCopyCorruptInput(t *testing.T) {
-	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(3), parquet.WithDictionaryDefault(false),
-		parquet.WithStats(true), parquet.WithCompression(compress.Codecs.Uncompressed))
-	tp := newTopicWith(t, [][]int64{{1, 2, 3}, {4, 5, 6}}, props)
-	ctx := context.Background()
-	key := store.ChunkKey(prefix, 1)
-	data, err := tp.bucket.ReadAll(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := bytes.Index(data, []byte("\x08\x00\x00\x00in1/row0")) // a PLAIN value: its length, its bytes
-	if at < 0 {
-		t.Fatal("no payload value in the chunk")
-	}
-	data[at+1] ^= 0x10 // the length, little endian: 8 + 4096
-	if err := tp.bucket.WriteAll(ctx, key, data, nil); err != nil {
-		t.Fatal(err)
-	}
-	p := tp.plan(t, 1<<30)
-	_, err = WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"C", 0), tp.layout(t), nil)
-	var ce *ChunkError
-	if !errors.As(err, &ce) || ce.Key != key {
-		t.Fatalf("writing an output of a corrupt input: %v, want a ChunkError of %s", err, key)
+	for _, v := range []parquet.DataPageVersion{parquet.DataPageV1, parquet.DataPageV2} {
+		props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(3), parquet.WithDictionaryDefault(false),
+			parquet.WithStats(true), parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDataPageVersion(v))
+		tp := newTopicWith(t, [][]int64{{1, 2, 3}, {4, 5, 6}}, props)
+		ctx := context.Background()
+		key := store.ChunkKey(prefix, 1)
+		data, err := tp.bucket.ReadAll(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := bytes.Index(data, []byte("\x08\x00\x00\x00in1/row0")) // a PLAIN value: its length, its bytes
+		if at < 0 {
+			t.Fatal("no payload value in the chunk")
+		}
+		data[at+1] ^= 0x10 // the length, little endian: 8 + 4096
+		if err := tp.bucket.WriteAll(ctx, key, data, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := tp.plan(t, 1<<30)
+		_, err = WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"C", 0), tp.layout(t), nil)
+		var ce *ChunkError
+		if !errors.As(err, &ce) || ce.Key != key {
+			t.Fatalf("page version %d: writing an output of a corrupt input: %v, want a ChunkError of %s", v, err, key)
+		}
 	}
 }
