@@ -44,8 +44,8 @@ var ErrNotCopyable = errors.New("pages cannot be copied")
 var copiedChunkBytes int64 = maxPageHeaderBytes << 6
 
 // Assembler writes one chunk of a layout by the copy path: whole row groups of input chunks
-// appended in order, the pages of the copied leaf columns taken as stored (their headers
-// rewritten, their bytes unchanged), the other leaf columns decoded and re-encoded, row groups
+// appended in order, the pages of the copied leaf columns taken as stored (V1 or V2 data pages,
+// each written as its kind: their headers rewritten, their bytes unchanged), the other leaf columns decoded and re-encoded, row groups
 // cut between input row groups by WriterOptions' rows and bytes, the page index and footer
 // written as a Writer writes them (the layout's schema elements and key/value pairs verbatim,
 // timestamp_ns the sorting column). Read is the digest of what it took from the inputs
@@ -281,8 +281,9 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 }
 
 // readPages reads the stored pages of column chunk cc (leaf column leaf of row group rg of c,
-// rows rows), checks that they are data pages of the spec's encoding holding rows values and
-// that each decompresses to its stated size.
+// rows rows), checks that they are data pages (V1 or V2, each copied as its kind) of the spec's
+// encoding holding rows values, and that each decompresses to its stated size and holds its
+// levels and values as a reader decodes them (decompressPage, checkPage).
 func (a *Assembler) readPages(ctx context.Context, c *Chunk, rg, leaf int, cc *metadata.ColumnChunkMetaData, rows int64) ([]rawPage, error) {
 	start, length := cc.DataPageOffset(), cc.TotalCompressedSize()
 	if length > copiedChunkBytes && start+length <= c.size {
