@@ -318,6 +318,11 @@ func (a *Assembler) readPages(ctx context.Context, c *Chunk, rg, leaf int, cc *m
 		if p.uncompressed > CopiedPageBytes || p.numValues > CopiedPageRows {
 			return nil, fmt.Errorf("row group %d column %d: page of %d values in %d bytes: %w", rg, leaf, p.numValues, p.uncompressed, ErrNotCopyable)
 		}
+		if p.kind == pageDataV2 && p.v2.numRows != p.numValues {
+			// A flat column has a value a row: the copied header would say other rows than
+			// the offset index, which a rewrite, reading values, writes right.
+			return nil, fmt.Errorf("row group %d column %d: V2 page of %d values says %d rows: %w", rg, leaf, p.numValues, p.v2.numRows, ErrNotCopyable)
+		}
 		b, err := decompressPage(codec, &pages[k], &a.scratch)
 		if err == nil {
 			err = checkPage(descr, &pages[k], b)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"testing"
@@ -646,10 +647,39 @@ func TestCopyDigestSeesChangedPageHeaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := pages[0]
-		headerBytes := cap(buf) - cap(want.data)
 		changed := map[string]bool{}
-		for at := range headerBytes {
+		for what, damaged := range headerFlips(buf) {
+			changed[what] = true
+			chunk := bytes.Clone(out)
+			copy(chunk[cc.DataPageOffset():], damaged)
+			dc, err := Open(bytes.NewReader(chunk), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, err := CopyDigest(context.Background(), dc, spec); err == nil && d == read {
+				t.Errorf("page kind %d: a header flip changes the page's %s: the copy digest is the inputs'", pages[0].kind, what)
+			}
+			dc.Close()
+		}
+		for _, f := range tc.fields {
+			if !changed[f] {
+				t.Errorf("page kind %d: no flip changes the %s (changed: %v)", pages[0].kind, f, changed)
+			}
+		}
+	}
+}
+
+// headerFlips yields the copies of column chunk buf whose first page header has one bit (or a
+// compact boolean's two) flipped, its pages still split as before with the same values and
+// bytes, and what the flip changed of how the first page is read.
+func headerFlips(buf []byte) iter.Seq2[string, []byte] {
+	return func(yield func(string, []byte) bool) {
+		pages, err := splitPages(context.Background(), buf)
+		if err != nil {
+			return
+		}
+		want := pages[0]
+		for at := range cap(buf) - cap(want.data) {
 			// 3 turns a compact boolean's true into false.
 			for _, bit := range []byte{1, 2, 3, 4} {
 				damaged := bytes.Clone(buf)
@@ -677,24 +707,44 @@ func TestCopyDigestSeesChangedPageHeaders(t *testing.T) {
 				default:
 					continue
 				}
-				changed[what] = true
-				chunk := bytes.Clone(out)
-				copy(chunk[cc.DataPageOffset():], damaged)
-				dc, err := Open(bytes.NewReader(chunk), nil)
-				if err != nil {
-					t.Fatal(err)
+				if !yield(what, damaged) {
+					return
 				}
-				if d, err := CopyDigest(context.Background(), dc, spec); err == nil && d == read {
-					t.Errorf("page kind %d: header byte %d xor %d changes the page's %s: the copy digest is the inputs'", want.kind, at, bit, what)
-				}
-				dc.Close()
 			}
 		}
-		for _, f := range tc.fields {
-			if !changed[f] {
-				t.Errorf("page kind %d: no flip changes the %s (changed: %v)", want.kind, f, changed)
-			}
+	}
+}
+
+// A V2 page whose header counts other rows than values (in a flat column, a value a row) makes
+// its output rewritten, not its input reported as corrupt: a rewrite reads its values, and
+// writes the rows right.
+func TestAssemblerLeavesV2PagesOfOtherRowsToARewrite(t *testing.T) {
+	inputs, _ := inputsOf(t, 2, 1500, 0, same(parquet.WithDataPageVersion(parquet.DataPageV2)))
+	c, err := Open(bytes.NewReader(inputs[1]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := c.pf.MetaData().Schema.ColumnIndexByName("i32")
+	cc, _ := c.pf.MetaData().RowGroup(0).ColumnChunk(leaf)
+	c.Close()
+	buf := inputs[1][cc.DataPageOffset() : cc.DataPageOffset()+cc.TotalCompressedSize()]
+	tried := 0
+	for what, damaged := range headerFlips(buf) {
+		if what != "rows" {
+			continue
 		}
+		bad := bytes.Clone(inputs[1])
+		copy(bad[cc.DataPageOffset():], damaged)
+		if _, _, err := readAll(bad, 333); err != nil {
+			continue // a reader refuses it too
+		}
+		tried++
+		if _, _, _, err := assembleInputs(t, [][]byte{inputs[0], bad}, WriterOptions{RowGroupRows: 2500}); !errors.Is(err, ErrNotCopyable) || IsInputError(err) {
+			t.Errorf("assembling a V2 page of other rows than values: %v, want ErrNotCopyable", err)
+		}
+	}
+	if tried == 0 {
+		t.Fatal("no header flip changes the rows of a page a reader reads")
 	}
 }
 

@@ -40,10 +40,9 @@ func decompressPage(codec compress.Codec, p *rawPage, scratch *[]byte) ([]byte, 
 }
 
 // checkPage checks that b, the decompressed bytes of data page p (decompressPage) of a flat
-// leaf column (descr), holds its values as a reader decodes them: a V2 page has a row for each
-// value, its definition levels (RLE, bit width 1) decode to its number of values, and its
-// values, for PLAIN and BYTE_STREAM_SPLIT, fit in the bytes that follow (the others' values are
-// not looked at). A corrupt page that still decompresses to its stated size is found here, as a
+// leaf column (descr), holds its values as a reader decodes them: its definition levels (RLE,
+// bit width 1) decode to its number of values, and its values, for PLAIN and BYTE_STREAM_SPLIT,
+// fit in the bytes that follow (the others' values are not looked at). A corrupt page that still decompresses to its stated size is found here, as a
 // rewrite's decoding would find it, before its bytes are copied (the copy digest is of the bytes
 // as stored and cannot tell). A V2 page's num_nulls is copied as stored, not checked: readers
 // count nulls from the levels, and arrow-go v18.8.0 writes 0 there when statistics are off.
@@ -52,9 +51,6 @@ func checkPage(descr *schema.Column, p *rawPage, b []byte) error {
 	nonNull := n
 	if descr.MaxRepetitionLevel() > 0 || descr.MaxDefinitionLevel() > 1 {
 		return nil // not a flat column: the copy spec refused it
-	}
-	if p.kind == pageDataV2 && p.v2.numRows != p.numValues {
-		return fmt.Errorf("%d values in %d rows of a column of one value a row", p.numValues, p.v2.numRows)
 	}
 	levels, b, ok, err := p.splitLevels(b, descr.MaxDefinitionLevel())
 	if err != nil || !ok {
