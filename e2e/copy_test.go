@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/ingest"
@@ -64,13 +67,17 @@ func TestCopyPathThroughAWorker(t *testing.T) {
 	}
 }
 
-// TestCopiedOutputsReadAsTheirInputs optimizes topics recorded in order by the copy path and
-// reads inputs and outputs with DuckDB, polars (IMU only) and plain arrow-go: each tool reads the outputs
-// exactly as it read the inputs (column types and every row).
+// TestCopiedOutputsReadAsTheirInputs optimizes topics recorded in order by the copy path (one of
+// them of V2 data pages, copied as V2 pages) and reads inputs and outputs with DuckDB, polars
+// (IMU only) and plain arrow-go: each tool reads the outputs exactly as it read the inputs
+// (column types and every row).
 func TestCopiedOutputsReadAsTheirInputs(t *testing.T) {
 	nodePath := interopNodePath(t)
 	e := newEnv(t)
-	ingested := e.ingest(t, recordedInOrder())
+	opts := recordedInOrder()
+	opts.Topics = append(opts.Topics, ingest.TopicSpec{Path: "sensors/imu_v2", Kind: ingest.IMU, Chunks: 40, RowsPerChunk: 300,
+		Compression: "snappy", DataPageV2: true})
+	ingested := e.ingest(t, opts)
 	inputs := map[int64][][]byte{}
 	for _, it := range ingested {
 		inputs[it.TopicID] = objects(t, e, chunkKeys(t, e.cat, it.TopicID))
@@ -84,6 +91,12 @@ func TestCopiedOutputsReadAsTheirInputs(t *testing.T) {
 	}
 	for _, it := range ingested {
 		outputs := objects(t, e, chunkKeys(t, e.cat, it.TopicID))
+		// The copied columns keep their V2 pages (the re-encoded ones are written as V1 pages).
+		if _, v2 := dataPages(t, inputs[it.TopicID]); v2 > 0 {
+			if _, out := dataPages(t, outputs); out == 0 {
+				t.Errorf("topic %s: %d V2 pages in the inputs, none in the outputs", it.Locator, v2)
+			}
+		}
 		tools := []string{"duckdb", "polars", "arrow-go"}
 		if strings.HasPrefix(it.Locator, "ordered_run/camera") {
 			tools = []string{"duckdb", "arrow-go"} // nodejs-polars cannot hand binary columns to JS
@@ -94,6 +107,38 @@ func TestCopiedOutputsReadAsTheirInputs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dataPages counts the V1 and V2 data pages of the Parquet files data.
+func dataPages(t *testing.T, data [][]byte) (v1, v2 int) {
+	t.Helper()
+	for _, d := range data {
+		r, err := file.NewParquetReader(bytes.NewReader(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rg := range r.NumRowGroups() {
+			for col := range r.MetaData().NumColumns() {
+				pr, err := r.RowGroup(rg).GetColumnPageReader(col)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for pr.Next() {
+					switch pr.Page().(type) {
+					case *file.DataPageV1:
+						v1++
+					case *file.DataPageV2:
+						v2++
+					}
+				}
+				if err := pr.Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		r.Close()
+	}
+	return v1, v2
 }
 
 // objects returns the bytes of the objects at keys.

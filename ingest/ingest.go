@@ -404,11 +404,16 @@ func (w *topicWriter) generate(ordinal int, payload *[]byte) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
-// writerProperties are the Parquet settings of the ingestion service: the topic's codec,
-// dictionary encoding for string columns only, statistics on.
+// writerProperties are the Parquet settings of the ingestion service: the topic's codec and data
+// page version, dictionary encoding for string columns only, statistics on.
 func writerProperties(spec TopicSpec) *parquet.WriterProperties {
+	version := parquet.DataPageV1
+	if spec.DataPageV2 {
+		version = parquet.DataPageV2
+	}
 	props := []parquet.WriterProperty{
 		parquet.WithCompression(codecs[spec.Compression]),
+		parquet.WithDataPageVersion(version),
 		parquet.WithDictionaryDefault(false),
 		parquet.WithStats(true),
 	}

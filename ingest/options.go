@@ -83,6 +83,9 @@ type TopicSpec struct {
 	NullTimestamps int
 	// Compression is the Parquet codec: "zstd" (default when empty), "snappy", "gzip" or "none".
 	Compression string
+	// DataPageV2 writes the chunks' data pages as DATA_PAGE_V2 (as pyarrow does with
+	// data_page_version='2.0'), V1 pages otherwise.
+	DataPageV2 bool
 	// HugeEvery, HugeRows and HugeBytes skew a Camera topic's row sizes (huge rows among small): in
 	// every HugeEvery-th chunk (ordinals HugeEvery-1, 2·HugeEvery-1, …) the first HugeRows rows carry
 	// a payload of HugeBytes zero bytes instead of PayloadBytes (a map snapshot or a raw frame
