@@ -45,9 +45,9 @@ var copiedChunkBytes int64 = maxPageHeaderBytes << 6
 
 // Assembler writes one chunk of a layout by the copy path: whole row groups of input chunks
 // appended in order, the pages of the copied leaf columns taken as stored (V1 or V2 data pages,
-// each written as its kind: their headers rewritten, their bytes unchanged), the other leaf columns decoded and re-encoded, row groups
-// cut between input row groups by WriterOptions' rows and bytes, the page index and footer
-// written as a Writer writes them (the layout's schema elements and key/value pairs verbatim,
+// each written as its kind: their headers rewritten, their bytes unchanged), the other leaf
+// columns decoded and re-encoded, row groups cut between input row groups by WriterOptions' rows
+// and bytes, the page index and footer written as a Writer writes them (the layout's schema elements and key/value pairs verbatim,
 // timestamp_ns the sorting column). Read is the digest of what it took from the inputs
 // (verify.AddPage, Hasher.AddColumnAt); CopyDigest takes the same digest of the stored chunk.
 // The same inputs always give the same bytes.

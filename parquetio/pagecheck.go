@@ -42,10 +42,11 @@ func decompressPage(codec compress.Codec, p *rawPage, scratch *[]byte) ([]byte, 
 // checkPage checks that b, the decompressed bytes of data page p (decompressPage) of a flat
 // leaf column (descr), holds its values as a reader decodes them: its definition levels (RLE,
 // bit width 1) decode to its number of values, and its values, for PLAIN and BYTE_STREAM_SPLIT,
-// fit in the bytes that follow (the others' values are not looked at). A corrupt page that still decompresses to its stated size is found here, as a
-// rewrite's decoding would find it, before its bytes are copied (the copy digest is of the bytes
-// as stored and cannot tell). A V2 page's num_nulls is copied as stored, not checked: readers
-// count nulls from the levels, and arrow-go v18.8.0 writes 0 there when statistics are off.
+// fit in the bytes that follow (the others' values are not looked at). A corrupt page that
+// still decompresses to its stated size is found here, as a rewrite's decoding would find it,
+// before its bytes are copied (the copy digest is of the bytes as stored and cannot tell). A V2
+// page's num_nulls is copied as stored, not checked: readers count nulls from the levels, and
+// arrow-go v18.8.0 writes 0 there when statistics are off.
 func checkPage(descr *schema.Column, p *rawPage, b []byte) error {
 	n := int(p.numValues)
 	nonNull := n

@@ -7,8 +7,9 @@ import (
 
 // The digest of a chunk assembled by the copy path (docs/design.md#the-copy-path) adds, for each
 // column whose pages were copied as stored, a hash of each page (its bytes, its number of
-// values, its header's fields that say how its bytes are read, its column and its ordinal among the column's pages
-// in the chunk) and, for each column re-encoded, a hash of each value with its column and its row's index in the chunk.
+// values, its header's fields that say how its bytes are read, its column and its ordinal among
+// the column's pages in the chunk) and, for each column re-encoded, a hash of each value with its
+// column and its row's index in the chunk.
 // Taken once from the inputs' pages and values and once from the stored chunk, equal digests
 // say that the chunk holds the inputs' bytes in the same order and the re-encoded values at
 // the same rows. Its Rows are counted by the caller.
