@@ -46,8 +46,8 @@ func copyOrder(p *plan.Plan, o plan.Output) (order []int, ok bool) {
 }
 
 // writeCopy writes an output chunk by the copy path, appending the inputs in order (see
-// copyOrder, rollupCopyable) to a parquetio.Assembler whose copy spec is taken from the first
-// input; with blocks, each input row group is a row group of its own (a block of a rollup, its
+// copyOrder, rollupCopyable) to a parquetio.Assembler whose copy spec is taken from the inputs'
+// storage as the plan recorded it (copySpec); with blocks, each input row group is a row group of its own (a block of a rollup, its
 // source chunk in the result's Sources). It returns
 // parquetio.ErrNotCopyable (nothing written: the upload aborted) when an input's columns do not
 // allow the spec's copies; the caller then rewrites the output. The output is read back and
@@ -60,12 +60,10 @@ func writeCopy(ctx context.Context, in Inputs, order []int, blocks bool, key str
 	if err := faults.Hit(ctx, faults.WriteChunksMerge); err != nil {
 		return res, err
 	}
-	first, err := in.openInput(ctx, order[0])
+	spec, err := in.copySpec(ctx, layout, order)
 	if err != nil {
 		return res, err
 	}
-	spec := layout.CopySpecFor([]*parquetio.Chunk{first.Chunk})
-	first.Close()
 	if spec == nil {
 		return res, parquetio.ErrNotCopyable
 	}
@@ -125,6 +123,28 @@ func writeCopy(ctx context.Context, in Inputs, order []int, blocks bool, key str
 			key, len(written), len(res.Sources))}
 	}
 	return res, nil
+}
+
+// copySpec returns the copy spec of an output of the inputs in order: from their storage as the
+// plan recorded it (parquetio.Layout.CopySpecOf: a column is copied when every input stores it
+// alike), or, in a plan made before storage was recorded, from the first input's footer (an input
+// stored otherwise then makes the copy fail with parquetio.ErrNotCopyable). Nil: no copy.
+func (in Inputs) copySpec(ctx context.Context, layout *parquetio.Layout, order []int) (*parquetio.CopySpec, error) {
+	storages := make([]string, 0, len(order))
+	for _, i := range order {
+		if st := in.Plan.Inputs[i].Storage; st != "" {
+			storages = append(storages, st)
+		}
+	}
+	if len(storages) == len(order) {
+		return layout.CopySpecOf(storages), nil
+	}
+	first, err := in.openInput(ctx, order[0])
+	if err != nil {
+		return nil, err
+	}
+	defer first.Close()
+	return layout.CopySpecFor([]*parquetio.Chunk{first.Chunk}), nil
 }
 
 // rollupCopyable says whether output o of a concatenate plan can be written by the copy path:

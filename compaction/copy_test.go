@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/storeopt/storeopt/store"
 )
@@ -91,6 +92,49 @@ func TestWriteOutputByCopyCorruptInput(t *testing.T) {
 		var ce *ChunkError
 		if !errors.As(err, &ce) || ce.Key != key {
 			t.Fatalf("page version %d: writing an output of a corrupt input: %v, want a ChunkError of %s", v, err, key)
+		}
+	}
+}
+
+// An input storing one column otherwise than the others (an earlier rewrite's output among
+// ingested chunks) costs the copy of that column only: the output is copied, the column re-encoded
+// by the writer (stored as the writer stores it, ZSTD), the other columns' pages copied (stored as
+// the inputs store them, SNAPPY).
+func TestWriteOutputByCopyOneColumnStoredOtherwise(t *testing.T) {
+	tp := newTopicEach(t, [][]int64{{1, 2, 3}, {4, 5, 6, 7}, {8, 9}}, func(j int) *parquet.WriterProperties {
+		row := compress.Codecs.Snappy
+		if j == 1 {
+			row = compress.Codecs.Gzip
+		}
+		return parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(3), parquet.WithDictionaryDefault(false),
+			parquet.WithStats(true), parquet.WithCompression(compress.Codecs.Snappy), parquet.WithCompressionFor("row", row))
+	})
+	p := tp.plan(t, 1<<30)
+	checkOutputs(t, tp, p)
+	ctx := context.Background()
+	key := store.ChunkKey(prefix+"C", 0)
+	res, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], key, tp.layout(t), nil)
+	if err != nil || !res.Copied {
+		t.Fatalf("copied %v (%s), want true; %v", res.Copied, res.NotCopied, err)
+	}
+	data, err := tp.bucket.ReadAll(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]compress.Compression{"input": compress.Codecs.Snappy, "payload": compress.Codecs.Snappy, "row": compress.Codecs.Zstd}
+	for rg := range r.NumRowGroups() {
+		for leaf := range r.MetaData().Schema.NumColumns() {
+			cc, err := r.MetaData().RowGroup(rg).ColumnChunk(leaf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, ok := want[cc.PathInSchema().String()]; ok && cc.Compression() != c {
+				t.Errorf("row group %d: column %s stored %s, want %s", rg, cc.PathInSchema(), cc.Compression(), c)
+			}
 		}
 	}
 }

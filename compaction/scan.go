@@ -108,6 +108,8 @@ type Scan struct {
 	// WrittenByStoreopt says storeopt's writer wrote the chunk (an earlier compaction's output),
 	// whose catalog row records its largest row (ChunkRef.MaxRowBytes).
 	WrittenByStoreopt bool
+	// Storage is how the chunk stores its columns' pages (parquetio.Chunk.PageStorage).
+	Storage string
 }
 
 // Run is one sorted run of a chunk: consecutive row groups whose rows are in key order.
@@ -145,7 +147,8 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 		return Scan{}, &ChunkError{Key: key, Err: err}
 	}
 	defer ts.Release()
-	s := Scan{Footer: c.Footer, Rows: c.NumRows, FooterBytes: c.FooterBytes, WrittenByStoreopt: c.WrittenByStoreopt()}
+	s := Scan{Footer: c.Footer, Rows: c.NumRows, FooterBytes: c.FooterBytes, WrittenByStoreopt: c.WrittenByStoreopt(),
+		Storage: c.PageStorage()}
 	s.Nulls = int64(ts.NullN())
 	if ts.Len() == 0 {
 		return s, nil
@@ -321,7 +324,7 @@ func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample
 		s := scans[i]
 		if len(s.Runs) == 0 {
 			inputs = append(inputs, plan.Input{ChunkID: c.ID, ObjectKey: c.Key, SizeBytes: c.SizeBytes,
-				FooterBytes: s.FooterBytes, ArrowBytes: c.ArrowBytes, Sorted: true, Ordinal: c.Ordinal})
+				FooterBytes: s.FooterBytes, ArrowBytes: c.ArrowBytes, Sorted: true, Ordinal: c.Ordinal, Storage: s.Storage})
 			samples = append(samples, nil)
 			continue
 		}
@@ -340,7 +343,7 @@ func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample
 			in := plan.Input{ChunkID: c.ID, ObjectKey: c.Key, Rows: r.Rows, FooterBytes: s.FooterBytes,
 				SizeBytes: c.SizeBytes, ArrowBytes: c.ArrowBytes,
 				Sorted: r.Sorted, First: r.First, Last: r.Last, Ordinal: c.Ordinal,
-				RowGroups: r.RowGroups, FirstRow: r.FirstRow, MaxRowBytes: r.MaxRowBytes}
+				RowGroups: r.RowGroups, FirstRow: r.FirstRow, MaxRowBytes: r.MaxRowBytes, Storage: s.Storage}
 			in.First.Input, in.Last.Input = pos, pos
 			if len(s.Runs) > 1 {
 				in.SizeBytes = data*r.Rows/max(s.Rows, 1) + s.FooterBytes

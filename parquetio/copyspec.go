@@ -1,6 +1,9 @@
 package parquetio
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -35,7 +38,56 @@ func (s *CopySpec) CopiedLeaves() int {
 // every chunk, its column chunk has no dictionary page, uses one data encoding (the same in all)
 // besides the levels' RLE, the same codec, and is not encrypted.
 func (l *Layout) CopySpecFor(chunks []*Chunk) *CopySpec {
-	if len(chunks) == 0 || l.parquet.NumColumns() != len(l.manifest.Fields) {
+	storages := make([]string, len(chunks))
+	for i, c := range chunks {
+		storages[i] = c.PageStorage()
+	}
+	return l.CopySpecOf(storages)
+}
+
+// PageStorage describes how the chunk stores each leaf column's pages, for CopySpecOf: per leaf,
+// its codec and data encoding when every row group stores the column alike without a dictionary
+// page and unencrypted, "-" otherwise; "" for an encrypted chunk. The planner records it for
+// every input (plan.Input.Storage) from the footers it reads anyway, so that the copy path knows
+// every input's storage before it starts.
+func (c *Chunk) PageStorage() string {
+	md := c.pf.MetaData()
+	if md.FileDecryptor != nil {
+		return ""
+	}
+	leaves := md.Schema.NumColumns()
+	parts := make([]string, leaves)
+	for leaf := range leaves {
+		parts[leaf] = "-"
+		var codec compress.Compression
+		var enc parquet.Encoding
+		for rg := range md.NumRowGroups() {
+			cc, err := md.RowGroup(rg).ColumnChunk(leaf)
+			if err != nil {
+				return ""
+			}
+			e, ok := dataEncoding(cc)
+			if rg == 0 {
+				codec, enc = cc.Compression(), e
+			}
+			if !ok || cc.HasDictionaryPage() || cc.CryptoMetadata() != nil || cc.Compression() != codec || e != enc {
+				codec = -1
+				break
+			}
+		}
+		if codec >= 0 && md.NumRowGroups() > 0 {
+			parts[leaf] = strconv.Itoa(int(codec)) + "/" + strconv.Itoa(int(enc))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// CopySpecOf returns how an output of chunks stored as storages say (Chunk.PageStorage, one per
+// chunk, in any order) is assembled; nil as CopySpecFor. A leaf column is copied when every
+// chunk stores it alike; the others are re-encoded, so one input stored otherwise (an earlier
+// rewrite's output among ingested chunks) costs the copy of its differing columns only.
+func (l *Layout) CopySpecOf(storages []string) *CopySpec {
+	if len(storages) == 0 || l.parquet.NumColumns() != len(l.manifest.Fields) {
 		return nil
 	}
 	for i := range l.manifest.Fields {
@@ -46,32 +98,33 @@ func (l *Layout) CopySpecFor(chunks []*Chunk) *CopySpec {
 	leaves := l.parquet.NumColumns()
 	spec := &CopySpec{Copied: make([]bool, leaves), codec: make([]compress.Compression, leaves),
 		encoding: make([]parquet.Encoding, leaves)}
-	for leaf := range leaves {
-		spec.Copied[leaf] = true
-		first := true
-		for _, c := range chunks {
-			md := c.pf.MetaData()
-			if md.NumColumns() != leaves || md.FileDecryptor != nil {
-				return nil
-			}
-			for rg := range md.NumRowGroups() {
-				cc, err := md.RowGroup(rg).ColumnChunk(leaf)
-				if err != nil {
-					return nil
-				}
-				enc, ok := dataEncoding(cc)
-				if first && ok {
-					spec.codec[leaf], spec.encoding[leaf], first = cc.Compression(), enc, false
-				}
-				if !spec.copies(cc, leaf) {
-					spec.Copied[leaf] = false
-					break
-				}
-			}
-			if !spec.Copied[leaf] {
-				break
+	var first []string
+	for i, st := range storages {
+		parts := strings.Split(st, " ")
+		if st == "" || len(parts) != leaves {
+			return nil
+		}
+		if i == 0 {
+			first = parts
+			for leaf, p := range parts {
+				spec.Copied[leaf] = p != "-"
 			}
 		}
+		for leaf, p := range parts {
+			spec.Copied[leaf] = spec.Copied[leaf] && p == first[leaf]
+		}
+	}
+	for leaf, p := range first {
+		if !spec.Copied[leaf] {
+			continue
+		}
+		codec, enc, ok := strings.Cut(p, "/")
+		c, err1 := strconv.Atoi(codec)
+		e, err2 := strconv.Atoi(enc)
+		if !ok || err1 != nil || err2 != nil {
+			return nil
+		}
+		spec.codec[leaf], spec.encoding[leaf] = compress.Compression(c), parquet.Encoding(e)
 	}
 	if spec.CopiedLeaves() == 0 {
 		return nil

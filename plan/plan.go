@@ -56,6 +56,10 @@ type Input struct {
 	// one row, the average of its rows otherwise; parquetio.Chunk.MaxRowBytes). 0 in plans made
 	// before it was recorded.
 	MaxRowBytes int64 `json:"max_row_bytes,omitempty"`
+	// Storage is how the chunk stores its columns' pages (parquetio.Chunk.PageStorage), which
+	// the copy path takes its copy spec from (parquetio.Layout.CopySpecOf); "" in plans made
+	// before it was recorded.
+	Storage string `json:"storage,omitempty"`
 }
 
 // InputBytes returns the object bytes of the chunks the plan reads (each chunk once, also when
