@@ -128,18 +128,27 @@ func writeCopy(ctx context.Context, in Inputs, order []int, blocks bool, key str
 // copySpec returns the copy spec of an output of the inputs in order: from their storage as the
 // plan recorded it (parquetio.Layout.CopySpecOf: a column is copied when every input stores it
 // alike), or, in a plan made before storage was recorded, from the first input's footer (an input
-// stored otherwise then makes the copy fail with parquetio.ErrNotCopyable). Nil: no copy.
+// stored otherwise then makes the copy fail with parquetio.ErrNotCopyable). An input without
+// rows (a rollup's empty chunk) has no page to copy, and its storage, no column stored, is left
+// out. Nil: no copy.
 func (in Inputs) copySpec(ctx context.Context, layout *parquetio.Layout, order []int) (*parquetio.CopySpec, error) {
-	storages := make([]string, 0, len(order))
+	var storages []string
+	var withRows []int
 	for _, i := range order {
-		if st := in.Plan.Inputs[i].Storage; st != "" {
-			storages = append(storages, st)
+		if pi := in.Plan.Inputs[i]; pi.Rows > 0 {
+			withRows = append(withRows, i)
+			if pi.Storage != "" {
+				storages = append(storages, pi.Storage)
+			}
 		}
 	}
-	if len(storages) == len(order) {
+	if len(withRows) == 0 {
+		return nil, nil
+	}
+	if len(storages) == len(withRows) {
 		return layout.CopySpecOf(storages), nil
 	}
-	first, err := in.openInput(ctx, order[0])
+	first, err := in.openInput(ctx, withRows[0])
 	if err != nil {
 		return nil, err
 	}

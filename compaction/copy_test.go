@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
+	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
 )
 
@@ -135,6 +136,30 @@ func TestWriteOutputByCopyOneColumnStoredOtherwise(t *testing.T) {
 			if c, ok := want[cc.PathInSchema().String()]; ok && cc.Compression() != c {
 				t.Errorf("row group %d: column %s stored %s, want %s", rg, cc.PathInSchema(), cc.Compression(), c)
 			}
+		}
+	}
+}
+
+// A chunk without rows among a rollup's inputs holds no page to copy: its storage (no column
+// stored, Chunk.PageStorage) must not cost the other inputs their copy.
+func TestWriteRollupByCopyWithAChunkWithoutRows(t *testing.T) {
+	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(4), parquet.WithDictionaryDefault(false), parquet.WithStats(true))
+	for _, chunks := range [][][]int64{{{10, 20, 30}, nil, {40, 50}}, {nil, {10, 20, 30}, {40, 50}}} {
+		tp := newTopicWith(t, chunks, props)
+		inputs := make([]plan.Input, len(tp.refs))
+		for j, r := range tp.refs {
+			s := tp.scans[j]
+			inputs[j] = plan.Input{ChunkID: r.ID, ObjectKey: r.Key, Rows: s.Rows, SizeBytes: r.SizeBytes,
+				FooterBytes: s.FooterBytes, ArrowBytes: r.ArrowBytes, Ordinal: j, Storage: s.Storage}
+		}
+		p, err := plan.Rollup(inputs, [][]int{{0, 1, 2}}, plan.Totals{}, plan.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.FooterID = tp.scans[0].Footer.ID
+		res, err := WriteRollup(context.Background(), Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"R", 0), tp.layout(t), nil)
+		if err != nil || !res.Copied || res.Stats.RowCount != 5 {
+			t.Fatalf("chunks %v: copied %v (%s), %d rows; %v", chunks, res.Copied, res.NotCopied, res.Stats.RowCount, err)
 		}
 	}
 }
