@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet"
@@ -161,5 +162,80 @@ func TestWriteRollupByCopyWithAChunkWithoutRows(t *testing.T) {
 		if err != nil || !res.Copied || res.Stats.RowCount != 5 {
 			t.Fatalf("chunks %v: copied %v (%s), %d rows; %v", chunks, res.Copied, res.NotCopied, res.Stats.RowCount, err)
 		}
+	}
+}
+
+// An output of an earlier rewrite (timestamp_ns delta-encoded, payload dictionary-encoded) and
+// of ingested chunks (every column PLAIN) is copied: timestamp_ns and payload re-encoded as the
+// writer stores them, the other columns' pages copied; its rows are those of a rewrite.
+func TestWriteOutputByCopyOfARewriteAndIngestedChunks(t *testing.T) {
+	ctx := context.Background()
+	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(3), parquet.WithDictionaryDefault(false),
+		parquet.WithStats(true), parquet.WithCompression(compress.Codecs.Zstd))
+	tp := newTopicWith(t, [][]int64{{1, 2, 3}, {4, 5, 6, 7}, {8, 9}, {10, 11, N}}, props)
+	// The first two chunks rewritten into one, as a leveled compaction's earlier run did.
+	inputs, samples := MergeInputs(tp.refs[:2], tp.scans[:2])
+	p, err := plan.Compute(inputs, samples, plan.Totals{}, plan.Options{MaxChunkSizeBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.FooterID = tp.scans[0].Footer.ID
+	rewritten := store.ChunkKey(prefix, 10)
+	CopyPages = false
+	_, err = WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], rewritten, tp.layout(t), nil)
+	CopyPages = true
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ScanChunk(ctx, tp.bucket, rewritten, 0, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs, err := tp.bucket.Attributes(ctx, rewritten)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := []ChunkRef{{ID: 10, Key: rewritten, SizeBytes: attrs.Size, ArrowBytes: s.Rows << 20}, tp.refs[2], tp.refs[3]}
+	refs[1].Ordinal, refs[2].Ordinal = 1, 2
+	inputs, samples = MergeInputs(refs, []Scan{s, tp.scans[2], tp.scans[3]})
+	if p, err = plan.Compute(inputs, samples, plan.Totals{}, plan.Options{MaxChunkSizeBytes: 1 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	p.FooterID = tp.scans[0].Footer.ID
+	key := store.ChunkKey(prefix+"C", 0)
+	res, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], key, tp.layout(t), nil)
+	if err != nil || !res.Copied {
+		t.Fatalf("copied %v (%s), want true; %v\n%s", res.Copied, res.NotCopied, err, p.Picture())
+	}
+	copied, _, copiedRows := readOutput(t, tp.bucket, key)
+	data, err := tp.bucket.ReadAll(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]parquet.Encoding{"input": parquet.Encodings.Plain, "timestamp_ns": parquet.Encodings.DeltaBinaryPacked,
+		"row": parquet.Encodings.Plain, "payload": parquet.Encodings.RLEDict}
+	for rg := range r.NumRowGroups() {
+		for leaf := range r.MetaData().Schema.NumColumns() {
+			cc, err := r.MetaData().RowGroup(rg).ColumnChunk(leaf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := want[cc.PathInSchema().String()]; !slices.Contains(cc.Encodings(), e) {
+				t.Errorf("row group %d: column %s encoded %v, want %s", rg, cc.PathInSchema(), cc.Encodings(), e)
+			}
+		}
+	}
+	CopyPages = false
+	defer func() { CopyPages = true }()
+	if _, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], key, tp.layout(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	rewrittenRows, _, rewrittenDigest := readOutput(t, tp.bucket, key)
+	if !slices.Equal(copied, rewrittenRows) || copiedRows != rewrittenDigest {
+		t.Fatalf("copied output holds %v, the rewrite %v", copied, rewrittenRows)
 	}
 }
