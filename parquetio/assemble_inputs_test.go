@@ -595,6 +595,40 @@ func TestAssemblerRefusesCorruptLevelsAndValues(t *testing.T) {
 	}
 }
 
+// An earlier output among the inputs stores timestamp_ns delta-encoded, whose values the page
+// checks do not look at (checkPage): a page of it that no longer decodes (a miniblock's bit width
+// past 64, a block size that is not a multiple of 128, its bytes stored uncompressed, as a
+// rewrite of such an output stores them) is an input error, found by the decoding of the
+// timestamps the Append takes the page index from, not a page copied.
+func TestAssemblerRefusesCorruptDeltaTimestamps(t *testing.T) {
+	rec := jitteredRows(20_000)
+	defer rec.Release()
+	again := rewrite(t, rewrite(t, encodeWith(t, rec, compress.Codecs.Zstd), 4096), 4096)
+	if got := codecs(t, again)[TimestampColumn]; got != compress.Codecs.Uncompressed {
+		t.Fatalf("timestamp_ns of a rewritten output stored %s, want UNCOMPRESSED", got)
+	}
+	page := storedPages(t, again, 0)[0]
+	at := bytes.Index(again, page.data) // the page's values: its delta header first
+	widths := 0
+	for range 5 { // values per block, miniblocks, values, first value, the block's minimum delta
+		for page.data[widths] >= 0x80 {
+			widths++
+		}
+		widths++
+	}
+	for name, off := range map[string]int{"bit width": at + widths, "block size": at} {
+		bad := bytes.Clone(again)
+		bad[off] = map[string]byte{"bit width": 0xff, "block size": 0x81}[name]
+		if _, _, err := readAll(bad, 4096); err == nil {
+			t.Fatalf("%s: the corrupt page reads", name)
+		}
+		_, spec, _, err := assembleInputs(t, [][]byte{again, bad}, WriterOptions{})
+		if spec == nil || !spec.Copied[0] || !IsInputError(err) {
+			t.Errorf("%s: timestamp_ns copied %v; assembling: %v, want an input error", name, spec != nil && spec.Copied[0], err)
+		}
+	}
+}
+
 // An input whose last column chunk runs past the object's end (bytes cut out before its
 // footer) is an input error, as it is to a rewrite, not a read error of the store (retried).
 func TestAssemblerRefusesAColumnChunkPastTheEnd(t *testing.T) {

@@ -2,6 +2,8 @@ package parquetio
 
 import (
 	"bytes"
+	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -227,5 +229,47 @@ func BenchmarkTimestampEncodings(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Delta-encoded timestamps read back as written whatever their differences: jumps between the
+// ends of int64 (differences that wrap, stored in 64 bits), nulls among them, a row group of
+// nulls only and one of a single value; compared with the values written, not with a decoding
+// of the input.
+func TestDeltaEncodedTimestampsReadBackAsWritten(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	ends := []int64{math.MinInt64, math.MaxInt64, 0, -1, math.MinInt64 + 1, math.MaxInt64 - 1}
+	for i := range 9001 {
+		switch {
+		case i >= 3000 && i < 6000: // a row group of nulls only
+			b.AppendNull()
+		case i%5 == 0 && i < 9000:
+			b.AppendNull()
+		default:
+			b.Append(ends[i%len(ends)])
+		}
+	}
+	ts := b.NewArray()
+	defer ts.Release()
+	rec := array.NewRecordBatch(schema, []arrow.Array{ts}, int64(ts.Len()))
+	defer rec.Release()
+	out := rewriteWith(t, encodeWith(t, rec, compress.Codecs.Zstd), 777, WriterOptions{RowGroupRows: 3000})
+	if _, encodings := columnEncodings(t, out, "timestamp_ns"); len(encodings) != 1 || !encodings[parquet.Encodings.DeltaBinaryPacked] {
+		t.Fatalf("timestamp_ns data pages encoded %v, want DELTA_BINARY_PACKED only", encodings)
+	}
+	c, err := Open(bytes.NewReader(out), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := c.Timestamps(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	if !array.Equal(got, ts) {
+		t.Fatal("timestamps read back differ from those written")
 	}
 }
