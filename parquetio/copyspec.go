@@ -47,7 +47,8 @@ func (l *Layout) CopySpecFor(chunks []*Chunk) *CopySpec {
 
 // PageStorage describes how the chunk stores each leaf column's pages, for CopySpecOf: per leaf,
 // its codec and data encoding when every row group stores the column alike without a dictionary
-// page and unencrypted, "-" otherwise; "" for an encrypted chunk. The planner records it for
+// page and unencrypted, "-" otherwise (runs of equal leaves written once: joinRuns); "" for an
+// encrypted chunk. The planner records it for
 // every input (plan.Input.Storage) from the footers it reads anyway, so that the copy path knows
 // every input's storage before it starts.
 func (c *Chunk) PageStorage() string {
@@ -79,7 +80,50 @@ func (c *Chunk) PageStorage() string {
 			parts[leaf] = strconv.Itoa(int(codec)) + "/" + strconv.Itoa(int(enc))
 		}
 	}
-	return strings.Join(parts, " ")
+	return joinRuns(parts)
+}
+
+// joinRuns joins parts with spaces, a run of n equal parts written once as part*n: a topic's
+// columns are mostly stored alike, so a wide topic's storage stays a few bytes in every input of
+// a stored plan.
+func joinRuns(parts []string) string {
+	var b strings.Builder
+	for i := 0; i < len(parts); {
+		n := 1
+		for i+n < len(parts) && parts[i+n] == parts[i] {
+			n++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(parts[i])
+		if n > 1 {
+			b.WriteByte('*')
+			b.WriteString(strconv.Itoa(n))
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// splitRuns is joinRuns' inverse: the parts of st, or false when st is not a storage of leaves
+// parts.
+func splitRuns(st string, leaves int) ([]string, bool) {
+	parts := make([]string, 0, leaves)
+	for _, run := range strings.Fields(st) {
+		part, count, many := strings.Cut(run, "*")
+		n := 1
+		if many {
+			var err error
+			if n, err = strconv.Atoi(count); err != nil || n < 2 || n > leaves-len(parts) {
+				return nil, false
+			}
+		}
+		for range n {
+			parts = append(parts, part)
+		}
+	}
+	return parts, len(parts) == leaves
 }
 
 // CopySpecOf returns how an output of chunks stored as storages say (Chunk.PageStorage, one per
@@ -100,8 +144,8 @@ func (l *Layout) CopySpecOf(storages []string) *CopySpec {
 		encoding: make([]parquet.Encoding, leaves)}
 	var first []string
 	for i, st := range storages {
-		parts := strings.Split(st, " ")
-		if st == "" || len(parts) != leaves {
+		parts, ok := splitRuns(st, leaves)
+		if !ok {
 			return nil
 		}
 		if i == 0 {

@@ -46,7 +46,7 @@ func decompressPage(codec compress.Codec, p *rawPage, scratch *[]byte) ([]byte, 
 // still decompresses to its stated size is found here, as a rewrite's decoding would find it,
 // before its bytes are copied (the copy digest is of the bytes as stored and cannot tell). A V2
 // page's num_nulls is copied as stored, not checked: readers count nulls from the levels, and
-// arrow-go v18.8.0 writes 0 there when statistics are off.
+// some writers (arrow-go before v18.9.0) wrote 0 there when statistics were off.
 func checkPage(descr *schema.Column, p *rawPage, b []byte) error {
 	n := int(p.numValues)
 	nonNull := n
