@@ -177,7 +177,9 @@ func (a *Activities) topicLayout(ctx context.Context, p *plan.Plan) (*parquetio.
 }
 
 // writeOutput writes one output chunk within a reservation of the memory pool, heartbeating
-// progress (with RowsWritten set) as rows are written.
+// progress (with RowsWritten set) as rows are written. An output the copy path could not write
+// after all is rewritten within a reservation of the rewrite's need, taken once the copy path's
+// is released (so that two outputs growing theirs at once never wait for each other).
 func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, o plan.Output, key string, layout *parquetio.Layout, progress WriteChunksProgress) (compaction.OutputResult, error) {
 	if err := compaction.CheckRows(inputs.Plan, a.pool().Limit()); err != nil {
 		return compaction.OutputResult{}, err
@@ -186,7 +188,16 @@ func (a *Activities) writeOutput(ctx context.Context, inputs compaction.Inputs, 
 	if err != nil {
 		return compaction.OutputResult{}, err
 	}
-	defer r.Release()
+	defer func() { r.Release() }()
+	inputs.Reserve = func(ctx context.Context, n int64) error {
+		r.Release()
+		grown, err := a.reserve(ctx, n)
+		if err != nil {
+			return err
+		}
+		r = grown
+		return nil
+	}
 	write := compaction.WriteOutput
 	if inputs.Plan.EffectiveKind() == plan.KindConcatenate {
 		write = compaction.WriteRollup

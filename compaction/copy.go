@@ -45,6 +45,19 @@ func copyOrder(p *plan.Plan, o plan.Output) (order []int, ok bool) {
 	return order, len(order) > 0
 }
 
+// copyPath says whether output o of p is to be written by the copy path: by WriteRollup for a
+// concatenate plan (rollupCopyable), else by WriteOutput (copyOrder), with CopyPages on.
+func copyPath(p *plan.Plan, o plan.Output) bool {
+	if !CopyPages {
+		return false
+	}
+	if p.EffectiveKind() == plan.KindConcatenate {
+		return rollupCopyable(p, o)
+	}
+	_, ok := copyOrder(p, o)
+	return ok
+}
+
 // writeCopy writes an output chunk by the copy path, appending the inputs in order (see
 // copyOrder, rollupCopyable) to a parquetio.Assembler whose copy spec is taken from the inputs'
 // storage as the plan recorded it (copySpec); with blocks, each input row group is a row group of its own (a block of a rollup, its

@@ -37,7 +37,18 @@ func RowMemory(rowBytes int64) int64 {
 	return RowCopies*max(rowBytes, 0) + rowOverhead
 }
 
-// OutputMemory estimates the bytes WriteOutput holds while writing output o of p: for each of the
+// OutputMemory estimates the bytes WriteOutput (WriteRollup for a concatenate plan) holds while
+// writing output o of p: CopyMemory when the output is to be written by the copy path, else
+// RewriteMemory. An output the copy path cannot write after all (parquetio.ErrNotCopyable) is
+// rewritten once Inputs.Reserve has grown its reservation to RewriteMemory.
+func OutputMemory(p *plan.Plan, o plan.Output) int64 {
+	if copyPath(p, o) {
+		return CopyMemory(p, o)
+	}
+	return RewriteMemory(p, o)
+}
+
+// RewriteMemory estimates the bytes the rewrite holds while writing output o of p: for each of the
 // at most o.MaxOpen inputs open at once (the largest needs), its object (when read whole), two
 // decoded batches and page buffers (a whole unsorted input is held three times: batches,
 // concatenation, sorted copy); on the output side the collector's batch, the batches in flight
@@ -48,7 +59,7 @@ func RowMemory(rowBytes int64) int64 {
 // released. A batch is at most the plan's batch bytes or one row (the input's
 // MaxRowBytes), so a skewed topic's large rows count as what they are; when a row is larger than a
 // batch, the estimate is at least RowMemory of the largest row.
-func OutputMemory(p *plan.Plan, o plan.Output) int64 {
+func RewriteMemory(p *plan.Plan, o plan.Output) int64 {
 	batchBytes, rowGroupBytes := p.Limits()
 	batch := min(p.BatchRows*p.ArrowBytesPerRow, batchBytes)
 	var needs []int64
@@ -80,13 +91,66 @@ func OutputMemory(p *plan.Plan, o plan.Output) int64 {
 	// The written chunk is read back once all of that is released (readBack), by up to
 	// ReadBackWorkers readers of its own: each its object (when read whole), a decoded batch and
 	// the one before it, page buffers.
-	reader := min(max(o.EstBytes, 0)*5/4+1<<20, inMemoryObject) + 2*max(batch, widestRow) + max(4<<20, widestRow)
+	reader := readBackObject(o) + 2*max(batch, widestRow) + max(4<<20, widestRow)
 	readBack := int64(ReadBackWorkers)*reader + 8<<20
 	need = max(need, readBack)
 	if widestRow > batchBytes {
 		need = max(need, RowMemory(widestRow))
 	}
 	return need
+}
+
+// readBackObject is what the object of output o holds when it is read back: the whole object
+// when it is small enough to be read whole (its estimated bytes with a quarter more for a worse
+// compression than planned), else nothing much (it is read by ranges).
+func readBackObject(o plan.Output) int64 {
+	return min(max(o.EstBytes, 0)*5/4+1<<20, inMemoryObject)
+}
+
+// CopyMemory estimates the bytes writeCopy holds while writing output o of p by the copy path
+// (docs/design.md#the-copy-path), which holds no decoded batches, only pages and one input row
+// group's decoded columns:
+//   - the inputs open at once (the one being appended and up to openAhead+1 opened ahead), each
+//     its object when read whole;
+//   - the row group being assembled: its copied column chunks as stored and the re-encoded
+//     columns' encoded pages, together at most the row group's uncompressed bytes, which the
+//     Assembler bounds by the plan's row group bytes, or an input row group when that is larger
+//     (it is appended whole; plan.Input.MaxRowGroupBytes, or the input's whole data in plans
+//     made before it was recorded);
+//   - an input row group decoded: the re-encoded columns and timestamp_ns, with the
+//     timestamps' concatenation, at most twice the row group's Arrow bytes (its share of the
+//     input's, by its uncompressed bytes against the input's stored ones, an overestimate);
+//   - page and encoder buffers;
+//
+// or, when more, what reading the written chunk back holds once all that is released (readBack,
+// one reader): its object (when read whole), one copied column chunk of a row group (the copy
+// digest), a row group's decoded re-encoded column or timestamps and their concatenation, page
+// buffers.
+func CopyMemory(p *plan.Plan, o plan.Output) int64 {
+	_, rowGroupBytes := p.Limits()
+	var objects []int64
+	var widestGroup, decoded int64
+	for _, i := range o.Inputs {
+		in := p.Inputs[i]
+		objects = append(objects, min(in.Object(), inMemoryObject))
+		data := max(in.SizeBytes-in.FooterBytes, 1)
+		group := in.MaxRowGroupBytes
+		if group <= 0 {
+			group = max(data, in.ArrowBytes)
+		}
+		widestGroup = max(widestGroup, group)
+		decoded = max(decoded, min(in.ArrowBytes, group*max(in.ArrowBytes, 0)/data))
+	}
+	slices.Sort(objects)
+	slices.Reverse(objects)
+	var inputs int64
+	for _, n := range objects[:min(openAhead+2, len(objects))] {
+		inputs += n
+	}
+	rowGroup := max(rowGroupBytes, widestGroup)
+	assemble := inputs + rowGroup + 2*decoded + 8<<20
+	readBack := readBackObject(o) + 3*rowGroup + 4<<20
+	return max(assemble, readBack)
 }
 
 // maxArrayBytes is the most data one Arrow binary or string array can hold: its offsets are

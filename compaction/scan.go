@@ -97,9 +97,12 @@ type Scan struct {
 	// UncompressedBytes is the sum of the row groups' uncompressed bytes
 	// (parquetio.Chunk.RowGroupBytes).
 	UncompressedBytes int64
-	Nulls             int64  // rows with a null timestamp
-	MinTs             *int64 // nil when every timestamp is null
-	MaxTs             *int64
+	// MaxRowGroupBytes is the largest of the row groups' uncompressed bytes
+	// (plan.Input.MaxRowGroupBytes).
+	MaxRowGroupBytes int64
+	Nulls            int64  // rows with a null timestamp
+	MinTs            *int64 // nil when every timestamp is null
+	MaxTs            *int64
 	// Runs are the chunk's sorted runs in row order: the row groups that follow each other in
 	// key order form one run (an ingested chunk, or a rollup of sorted neighbours, is one run);
 	// an unsorted row group is a run of its own, sorted in memory when it is read. A merge reads
@@ -173,6 +176,7 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 		}
 		r.MaxRowBytes = max(r.MaxRowBytes, hidden)
 		s.UncompressedBytes += c.RowGroupBytes(rg)
+		s.MaxRowGroupBytes = max(s.MaxRowGroupBytes, c.RowGroupBytes(rg))
 		if c.NumRowGroups() > 1 {
 			// Weigh the samples by their row group's stored bytes (planner estimates; a single
 			// row group's are the chunk's average anyway).
@@ -343,7 +347,8 @@ func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample
 			in := plan.Input{ChunkID: c.ID, ObjectKey: c.Key, Rows: r.Rows, FooterBytes: s.FooterBytes,
 				SizeBytes: c.SizeBytes, ArrowBytes: c.ArrowBytes,
 				Sorted: r.Sorted, First: r.First, Last: r.Last, Ordinal: c.Ordinal,
-				RowGroups: r.RowGroups, FirstRow: r.FirstRow, MaxRowBytes: r.MaxRowBytes, Storage: s.Storage}
+				RowGroups: r.RowGroups, FirstRow: r.FirstRow, MaxRowBytes: r.MaxRowBytes, Storage: s.Storage,
+				MaxRowGroupBytes: s.MaxRowGroupBytes}
 			in.First.Input, in.Last.Input = pos, pos
 			if len(s.Runs) > 1 {
 				in.SizeBytes = data*r.Rows/max(s.Rows, 1) + s.FooterBytes

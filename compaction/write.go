@@ -63,6 +63,11 @@ type Inputs struct {
 	// written by the copy path (whose values are not all decoded) takes its inputs' merged. Nil:
 	// such outputs have no column statistics.
 	ColumnStats func(ctx context.Context, chunkIDs []int64) (map[int64]map[string]catalog.ColumnStats, error)
+	// Reserve grows the output's reservation of the memory pool to n bytes before an output
+	// the copy path could not write after all (parquetio.ErrNotCopyable) is rewritten: the
+	// reservation was made for OutputMemory, which is the copy path's need (CopyMemory), and n
+	// is the rewrite's (RewriteMemory). An error fails the output. Nil: nothing to grow.
+	Reserve func(ctx context.Context, n int64) error
 	footer      *parquetio.Footer // the topic's, set by WriteOutput and WriteRollup from their layout
 	// shared holds the chunks opened for several runs at once (a rollup chunk has one run per
 	// block), so that each is opened and its footer decoded once, not once per run.
@@ -131,6 +136,9 @@ func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layo
 		if !errors.Is(err, parquetio.ErrNotCopyable) {
 			return res, err
 		}
+		if err := in.reserveRewrite(ctx, o); err != nil {
+			return OutputResult{Key: key}, err
+		}
 		return rewriteOutput(ctx, in, o, key, layout, progress, err.Error())
 	}
 	return rewriteOutput(ctx, in, o, key, layout, progress, "")
@@ -157,6 +165,15 @@ func rewriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, la
 	return res, err
 }
 
+// reserveRewrite grows the reservation of output o, which the copy path could not write after
+// all, to what its rewrite needs (Inputs.Reserve).
+func (in Inputs) reserveRewrite(ctx context.Context, o plan.Output) error {
+	if in.Reserve == nil {
+		return nil
+	}
+	return in.Reserve(ctx, RewriteMemory(in.Plan, o))
+}
+
 // WriteRollup writes output chunk o of a concatenate plan (tiered compaction, Qbeast rollup) to
 // key: the rows of each of o's inputs in input order, each row group of each input a block of its
 // own (its rows sorted when they are not stored in key order), so every block keeps the range of
@@ -166,12 +183,15 @@ func rewriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, la
 func WriteRollup(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	in.footer = layout.Footer
 	notCopied := ""
-	if CopyPages && rollupCopyable(in.Plan, o) {
+	if copyPath(in.Plan, o) {
 		res, err := writeCopy(ctx, in, o.Inputs, true, key, layout, progress)
 		if !errors.Is(err, parquetio.ErrNotCopyable) {
 			return res, err
 		}
 		notCopied = err.Error()
+		if err := in.reserveRewrite(ctx, o); err != nil {
+			return OutputResult{Key: key}, err
+		}
 	}
 	res, err := writeChunk(ctx, in, key, layout, progress, func(ctx context.Context, out *sink) error {
 		var h verify.Hasher

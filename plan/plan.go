@@ -60,6 +60,11 @@ type Input struct {
 	// the copy path takes its copy spec from (parquetio.Layout.CopySpecOf); "" in plans made
 	// before it was recorded.
 	Storage string `json:"storage,omitempty"`
+	// MaxRowGroupBytes is the uncompressed size of the chunk's largest row group as its footer
+	// tells it, bytes (parquetio.Chunk.RowGroupBytes): what the copy path holds of the input at
+	// once, its pages as stored being at most that (compaction.CopyMemory). 0 in plans made
+	// before it was recorded.
+	MaxRowGroupBytes int64 `json:"max_row_group_bytes,omitempty"`
 }
 
 // InputBytes returns the object bytes of the chunks the plan reads (each chunk once, also when
