@@ -68,7 +68,7 @@ type Inputs struct {
 	// reservation was made for OutputMemory, which is the copy path's need (CopyMemory), and n
 	// is the rewrite's (RewriteMemory). An error fails the output. Nil: nothing to grow.
 	Reserve func(ctx context.Context, n int64) error
-	footer      *parquetio.Footer // the topic's, set by WriteOutput and WriteRollup from their layout
+	footer  *parquetio.Footer // the topic's, set by WriteOutput and WriteRollup from their layout
 	// shared holds the chunks opened for several runs at once (a rollup chunk has one run per
 	// block), so that each is opened and its footer decoded once, not once per run.
 	shared map[string]*sharedChunk
