@@ -123,9 +123,9 @@ func readBackObject(o plan.Output) int64 {
 //   - page and encoder buffers;
 //
 // or, when more, what reading the written chunk back holds once all that is released (readBack,
-// one reader): its object (when read whole), one copied column chunk of a row group (the copy
-// digest), a row group's decoded re-encoded column or timestamps and their concatenation, page
-// buffers.
+// one reader): its object (when read whole), a row group's copied column chunks (the copy digest
+// reads them at once), a row group's decoded re-encoded column or timestamps and their
+// concatenation, page buffers.
 func CopyMemory(p *plan.Plan, o plan.Output) int64 {
 	_, rowGroupBytes := p.Limits()
 	var objects []int64

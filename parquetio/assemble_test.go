@@ -181,3 +181,54 @@ func TestAssemblerRefusesInputsStoredOtherwise(t *testing.T) {
 		c1.Close()
 	}
 }
+
+// readLog is a chunk's bytes that record the range of every read.
+type readLog struct {
+	*bytes.Reader
+	reads [][2]int64 // offset, length
+}
+
+func (r *readLog) ReadAt(p []byte, off int64) (int, error) {
+	r.reads = append(r.reads, [2]int64{off, int64(len(p))})
+	return r.Reader.ReadAt(p, off)
+}
+
+// The copy digest reads a row group's copied column chunks, which an Assembler writes one after
+// the other, in one request (one read of the store for the row group, not one per column chunk)
+// and takes the same digest as from the inputs.
+func TestCopyDigestReadsARowGroupsCopiedColumnsAtOnce(t *testing.T) {
+	schema := flatSchema()
+	var inputs [][]byte
+	for i := range 5 {
+		rec := flatRows(schema, i*3000, 3000, false)
+		inputs = append(inputs, ingestedChunk(t, rec, 1000))
+		rec.Release()
+	}
+	out, spec, read := assemble(t, inputs, WriterOptions{RowGroupRows: 7000})
+	log := &readLog{Reader: bytes.NewReader(out)}
+	c, err := Open(log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	log.reads = nil
+	if d, err := CopyDigest(context.Background(), c, spec); err != nil || d != read {
+		t.Fatalf("copy digest %s (%v), the inputs' %s", d, err, read)
+	}
+	// Reads of copied column chunks' bytes: one per row group, holding all of them.
+	for rg := range c.NumRowGroups() {
+		var touching [][2]int64
+		for _, r := range log.reads {
+			for leaf, copied := range spec.Copied {
+				cc, _ := c.pf.MetaData().RowGroup(rg).ColumnChunk(leaf)
+				if copied && r[0] < cc.DataPageOffset()+cc.TotalCompressedSize() && cc.DataPageOffset() < r[0]+r[1] {
+					touching = append(touching, r)
+					break
+				}
+			}
+		}
+		if len(touching) != 1 {
+			t.Fatalf("row group %d: %d reads of its copied column chunks %v, want 1", rg, len(touching), touching)
+		}
+	}
+}
