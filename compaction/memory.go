@@ -124,7 +124,7 @@ func readBackObject(o plan.Output) int64 {
 //
 // or, when more, what reading the written chunk back holds once all that is released (readBack,
 // one reader): its object (when read whole), a row group's copied column chunks (the copy digest
-// reads them at once), a row group's decoded re-encoded column or timestamps and their
+// reads those that follow each other at once, up to 4 MiB), a row group's decoded re-encoded column or timestamps and their
 // concatenation, page buffers.
 func CopyMemory(p *plan.Plan, o plan.Output) int64 {
 	_, rowGroupBytes := p.Limits()

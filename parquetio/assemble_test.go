@@ -194,8 +194,8 @@ func (r *readLog) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // The copy digest reads a row group's copied column chunks, which an Assembler writes one after
-// the other, in one request (one read of the store for the row group, not one per column chunk)
-// and takes the same digest as from the inputs.
+// the other, in one request when they hold at most copiedReadBytes (one read of the store for
+// the row group, not one per column chunk), and takes the same digest as from the inputs.
 func TestCopyDigestReadsARowGroupsCopiedColumnsAtOnce(t *testing.T) {
 	schema := flatSchema()
 	var inputs [][]byte

@@ -21,32 +21,34 @@ func CopyDigest(ctx context.Context, c *Chunk, spec *CopySpec) (d verify.Digest,
 	var row int64
 	var buf []byte
 	for rg := range md.NumRowGroups() {
-		chunks, err := c.copiedChunks(rg, spec, &buf)
-		if err != nil {
-			return d, err
-		}
-		for leaf, copied := range spec.Copied {
-			if !copied {
-				col, err := c.readColumnChunk(ctx, rg, leaf)
-				if err != nil {
-					return d, &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
-				}
-				at := row
-				for _, arr := range col.Chunks() {
-					h.AddColumnAt(&d, arr, leaf, at)
-					at += int64(arr.Len())
-				}
-				col.Release()
-				continue
-			}
-			ps, err := splitPages(ctx, chunks[leaf])
+		err := c.readCopiedChunks(rg, spec, &buf, func(leaf int, chunk []byte) error {
+			ps, err := splitPages(ctx, chunk)
 			if err != nil {
-				return d, &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
+				return &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
 			}
 			for _, p := range ps {
 				verify.AddPage(&d, leaf, pages[leaf], p.numValues, p.header(), p.data)
 				pages[leaf]++
 			}
+			return nil
+		})
+		if err != nil {
+			return d, err
+		}
+		for leaf, copied := range spec.Copied {
+			if copied {
+				continue
+			}
+			col, err := c.readColumnChunk(ctx, rg, leaf)
+			if err != nil {
+				return d, &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
+			}
+			at := row
+			for _, arr := range col.Chunks() {
+				h.AddColumnAt(&d, arr, leaf, at)
+				at += int64(arr.Len())
+			}
+			col.Release()
 		}
 		n := md.RowGroup(rg).NumRows()
 		row += n
@@ -55,68 +57,52 @@ func CopyDigest(ctx context.Context, c *Chunk, spec *CopySpec) (d verify.Digest,
 	return d, nil
 }
 
-// copiedChunks returns the stored bytes of each copied column chunk of row group rg of c (by
-// leaf; nil for the others), read into *buf (grown as needed, reused from one row group to the
-// next). An Assembler writes a row group's column chunks one after the other: when the copied
-// ones lie within the row group's stored bytes they are read in one request (one read of the
-// store for the row group, not one per column chunk), else each on its own.
-func (c *Chunk) copiedChunks(rg int, spec *CopySpec, buf *[]byte) ([][]byte, error) {
+// copiedReadBytes bounds one read of the copy digest: the copied column chunks of a row group
+// that follow each other are read together up to that many bytes, a larger one alone.
+const copiedReadBytes = 4 << 20
+
+// readCopiedChunks calls visit with the stored bytes of each copied column chunk of row group rg
+// of c (spec), in column order, read into *buf (grown as needed, reused; valid during the call).
+// An Assembler writes a row group's column chunks one after the other: those that follow each
+// other are read in one request up to copiedReadBytes (one read of the store for a row group of
+// a small pool, not one per column chunk).
+func (c *Chunk) readCopiedChunks(rg int, spec *CopySpec, buf *[]byte, visit func(leaf int, chunk []byte) error) error {
 	md := c.pf.MetaData().RowGroup(rg)
-	type span struct{ at, n int64 }
-	spans := make([]span, len(spec.Copied))
-	var lo, hi int64
-	found := false
+	type span struct {
+		leaf  int
+		at, n int64
+	}
+	var spans []span
 	for leaf, copied := range spec.Copied {
 		if !copied {
 			continue
 		}
 		cc, err := md.ColumnChunk(leaf)
 		if err != nil {
-			return nil, &InputError{Err: err}
+			return &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
 		}
-		s := span{cc.DataPageOffset(), max(cc.TotalCompressedSize(), 0)}
-		spans[leaf] = s
-		if !found || s.at < lo {
-			lo = s.at
-		}
-		hi, found = max(hi, s.at+s.n), true
+		spans = append(spans, span{leaf, cc.DataPageOffset(), max(cc.TotalCompressedSize(), 0)})
 	}
-	chunks := make([][]byte, len(spec.Copied))
-	if !found {
-		return chunks, nil
-	}
-	read := func(at, n int64) ([]byte, error) {
-		if cap(*buf) < int(n) {
-			*buf = make([]byte, n)
+	for first := 0; first < len(spans); {
+		// The run of spans[first:last]: each after the one before, all within copiedReadBytes.
+		lo, hi := spans[first].at, spans[first].at+spans[first].n
+		last := first + 1
+		for ; last < len(spans) && spans[last].at >= hi && spans[last].at+spans[last].n-lo <= copiedReadBytes; last++ {
+			hi = spans[last].at + spans[last].n
 		}
-		b := (*buf)[:n]
-		if _, err := c.src.ReadAt(b, at); err != nil {
-			return nil, fmt.Errorf("row group %d: %w", rg, err)
+		if cap(*buf) < int(hi-lo) {
+			*buf = make([]byte, hi-lo)
 		}
-		return b, nil
-	}
-	if hi-lo <= c.RowGroupCompressedBytes(rg) {
-		b, err := read(lo, hi-lo)
-		if err != nil {
-			return nil, err
+		b := (*buf)[:hi-lo]
+		if _, err := c.src.ReadAt(b, lo); err != nil {
+			return fmt.Errorf("row group %d column %d: %w", rg, spans[first].leaf, err)
 		}
-		for leaf, copied := range spec.Copied {
-			if copied {
-				chunks[leaf] = b[spans[leaf].at-lo : spans[leaf].at-lo+spans[leaf].n]
+		for _, s := range spans[first:last] {
+			if err := visit(s.leaf, b[s.at-lo:s.at-lo+s.n]); err != nil {
+				return err
 			}
 		}
-		return chunks, nil
+		first = last
 	}
-	// Not one after the other: each column chunk on its own, each copied out of the buffer
-	// before the next is read.
-	for leaf, copied := range spec.Copied {
-		if copied {
-			b, err := read(spans[leaf].at, spans[leaf].n)
-			if err != nil {
-				return nil, fmt.Errorf("column %d: %w", leaf, err)
-			}
-			chunks[leaf] = append([]byte(nil), b...)
-		}
-	}
-	return chunks, nil
+	return nil
 }
