@@ -329,8 +329,7 @@ func rollupPlan(chunks []catalog.Chunk, scans []compaction.Scan, sel plan.Select
 		s := scans[i]
 		inputs[i] = plan.Input{ChunkID: c.ID, ObjectKey: c.ObjectKey, Rows: s.Rows, SizeBytes: c.SizeBytes,
 			FooterBytes: s.FooterBytes, ArrowBytes: c.ArrowSizeBytes, Ordinal: c.Ordinal, Storage: s.Storage,
-			MaxRowGroupBytes: s.MaxRowGroupBytes,
-			Sorted: len(s.Runs) <= 1 && (len(s.Runs) == 0 || s.Runs[0].Sorted)}
+			MaxRowGroupBytes: s.MaxRowGroupBytes, Sorted: len(s.Runs) <= 1 && (len(s.Runs) == 0 || s.Runs[0].Sorted)}
 		for _, r := range s.Runs {
 			inputs[i].MaxRowBytes = max(inputs[i].MaxRowBytes, r.MaxRowBytes)
 		}
