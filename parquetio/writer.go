@@ -220,7 +220,7 @@ func writerProperties(l *Layout, opts WriterOptions) (WriterOptions, []parquet.W
 			props = append(props, parquet.WithCompressionFor(col.Path(), compress.Codecs.Uncompressed))
 		}
 		switch {
-		case i == l.tsLeaf && (col.PhysicalType() == parquet.Types.Int64 || col.PhysicalType() == parquet.Types.Int32):
+		case i == l.tsLeaf && deltaTimestamps(col):
 			// timestamp_ns is sorted in every row group written: the differences of its
 			// values are small and regular, which DELTA_BINARY_PACKED stores in a few bits
 			// each, smaller than zstd shrinks its plain bytes and several times faster to
