@@ -694,3 +694,18 @@ func testWriteRollup(t *testing.T, tp *topic, unsortedBlocks []int, copied bool,
 		t.Fatal("second rollup write differs")
 	}
 }
+
+// storeChunk stores data as chunk j of the test topic and scans it (one sample per row).
+func storeChunk(t *testing.T, b *blob.Bucket, j int, data []byte) (string, Scan) {
+	t.Helper()
+	ctx := context.Background()
+	key := store.ChunkKey(prefix, j)
+	if err := b.WriteAll(ctx, key, data, nil); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ScanChunk(ctx, b, key, j, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, s
+}

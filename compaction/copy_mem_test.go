@@ -49,7 +49,6 @@ func TestWriteOutputByCopyReturnsItsMemory(t *testing.T) {
 // bucket and the plan of their merge within a pool of poolBytes.
 func copyTopic(t *testing.T, chunks, rows, payload int, poolBytes int64) (*blob.Bucket, *plan.Plan) {
 	t.Helper()
-	ctx := context.Background()
 	b := memblob.OpenBucket(nil)
 	t.Cleanup(func() { b.Close() })
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -73,14 +72,7 @@ func copyTopic(t *testing.T, chunks, rows, payload int, poolBytes int64) (*blob.
 		rb.Release()
 		data := encodeChunkWith(t, rec, props)
 		rec.Release()
-		key := store.ChunkKey(prefix, j)
-		if err := b.WriteAll(ctx, key, data, nil); err != nil {
-			t.Fatal(err)
-		}
-		s, err := ScanChunk(ctx, b, key, j, 1, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		key, s := storeChunk(t, b, j, data)
 		scans = append(scans, s)
 		refs = append(refs, ChunkRef{ID: int64(j), Key: key, SizeBytes: int64(len(data)),
 			ArrowBytes: int64(rows * (payload + 4 + 3*8)), Ordinal: j})

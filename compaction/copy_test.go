@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"gocloud.dev/blob"
 
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
@@ -119,14 +120,7 @@ func TestWriteOutputByCopyOneColumnStoredOtherwise(t *testing.T) {
 	if err != nil || !res.Copied {
 		t.Fatalf("copied %v (%s), want true; %v", res.Copied, res.NotCopied, err)
 	}
-	data, err := tp.bucket.ReadAll(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := file.NewParquetReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := parquetFile(t, tp.bucket, key)
 	want := map[string]compress.Compression{"input": compress.Codecs.Snappy, "payload": compress.Codecs.Snappy, "row": compress.Codecs.Zstd}
 	for rg := range r.NumRowGroups() {
 		for leaf := range r.MetaData().Schema.NumColumns() {
@@ -208,14 +202,7 @@ func TestWriteOutputByCopyOfARewriteAndIngestedChunks(t *testing.T) {
 		t.Fatalf("copied %v (%s), want true; %v\n%s", res.Copied, res.NotCopied, err, p.Picture())
 	}
 	copied, _, copiedRows := readOutput(t, tp.bucket, key)
-	data, err := tp.bucket.ReadAll(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := file.NewParquetReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := parquetFile(t, tp.bucket, key)
 	want := map[string]parquet.Encoding{"input": parquet.Encodings.Plain, "timestamp_ns": parquet.Encodings.DeltaBinaryPacked,
 		"row": parquet.Encodings.Plain, "payload": parquet.Encodings.RLEDict}
 	for rg := range r.NumRowGroups() {
@@ -238,4 +225,18 @@ func TestWriteOutputByCopyOfARewriteAndIngestedChunks(t *testing.T) {
 	if !slices.Equal(copied, rewrittenRows) || copiedRows != rewrittenDigest {
 		t.Fatalf("copied output holds %v, the rewrite %v", copied, rewrittenRows)
 	}
+}
+
+// parquetFile opens the chunk at key with arrow-go's file reader, for its column chunks' metadata.
+func parquetFile(t *testing.T, b *blob.Bucket, key string) *file.Reader {
+	t.Helper()
+	data, err := b.ReadAll(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -154,14 +154,7 @@ func testSkewedRows(t *testing.T, rowBytes int, mixed bool) {
 	var refs []ChunkRef
 	var scans []Scan
 	for j, data := range datas {
-		key := store.ChunkKey(prefix, j)
-		if err := b.WriteAll(ctx, key, data, nil); err != nil {
-			t.Fatal(err)
-		}
-		s, err := ScanChunk(ctx, b, key, j, 1, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		key, s := storeChunk(t, b, j, data)
 		var arrow int64
 		for _, n := range payloadSize[j] {
 			arrow += int64(n) + 28
@@ -290,14 +283,7 @@ func testHiddenHugeRows(t *testing.T, batchPayload int) {
 		return 100
 	}
 	data := skewChunkIn(t, 0, ts, size, batchPayload)
-	key := store.ChunkKey(prefix, 0)
-	if err := b.WriteAll(ctx, key, data, nil); err != nil {
-		t.Fatal(err)
-	}
-	s, err := ScanChunk(ctx, b, key, 0, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, s := storeChunk(t, b, 0, data)
 	var arrowBytes int64
 	for i := range rows {
 		arrowBytes += int64(size(i)) + 28
