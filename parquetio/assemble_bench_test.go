@@ -9,13 +9,7 @@ import (
 // BenchmarkAssembleSensor assembles one chunk of 40 sensor inputs of 10 000 rows each
 // (flatSchema as the ingestion service writes it: five columns copied, one re-encoded).
 func BenchmarkAssembleSensor(b *testing.B) {
-	schema := flatSchema()
-	var inputs [][]byte
-	for i := range 40 {
-		rec := flatRows(schema, i*10000, 10000, false)
-		inputs = append(inputs, ingestedChunk(b, rec, 10000))
-		rec.Release()
-	}
+	inputs := ingestedChunks(b, 40, 10000, 10000)
 	b.ResetTimer()
 	for range b.N {
 		var chunks []*Chunk

@@ -9,13 +9,7 @@ import (
 // The Assembler returns every buffer it takes from its allocator: the inputs' pages it held,
 // the re-encoded columns' buffered pages, its encoders' buffers.
 func TestAssemblerReturnsItsMemory(t *testing.T) {
-	schema := flatSchema()
-	var inputs [][]byte
-	for i := range 6 {
-		rec := flatRows(schema, i*2000, 2000, false)
-		inputs = append(inputs, ingestedChunk(t, rec, 1000))
-		rec.Release()
-	}
+	inputs := ingestedChunks(t, 6, 2000, 1000)
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	assemble(t, inputs, WriterOptions{RowGroupRows: 3000, Mem: mem})
 	if n := mem.CurrentAlloc(); n != 0 {

@@ -197,13 +197,7 @@ func (r *readLog) ReadAt(p []byte, off int64) (int, error) {
 // the other, in one request when they hold at most copiedReadBytes (one read of the store for
 // the row group, not one per column chunk), and takes the same digest as from the inputs.
 func TestCopyDigestReadsARowGroupsCopiedColumnsAtOnce(t *testing.T) {
-	schema := flatSchema()
-	var inputs [][]byte
-	for i := range 5 {
-		rec := flatRows(schema, i*3000, 3000, false)
-		inputs = append(inputs, ingestedChunk(t, rec, 1000))
-		rec.Release()
-	}
+	inputs := ingestedChunks(t, 5, 3000, 1000)
 	out, spec, read := assemble(t, inputs, WriterOptions{RowGroupRows: 7000})
 	log := &readLog{Reader: bytes.NewReader(out)}
 	c, err := Open(log, nil)
@@ -231,4 +225,18 @@ func TestCopyDigestReadsARowGroupsCopiedColumnsAtOnce(t *testing.T) {
 			t.Fatalf("row group %d: %d reads of its copied column chunks %v, want 1", rg, len(touching), touching)
 		}
 	}
+}
+
+// ingestedChunks returns n ingested chunks of flatSchema, each of rows rows following the
+// previous one's in time, in row groups of rowGroup rows.
+func ingestedChunks(t testing.TB, n, rows, rowGroup int) [][]byte {
+	t.Helper()
+	schema := flatSchema()
+	var inputs [][]byte
+	for i := range n {
+		rec := flatRows(schema, i*rows, rows, false)
+		inputs = append(inputs, ingestedChunk(t, rec, int64(rowGroup)))
+		rec.Release()
+	}
+	return inputs
 }
