@@ -54,8 +54,9 @@ func (c *Chunk) uncompressedLeaves() []bool {
 		case i == ts && deltaTimestamps(md.Schema.Column(i)) && !storedDelta(md, i):
 			// A Writer stores timestamp_ns DELTA_BINARY_PACKED: what zstd saved of the input's
 			// plain bytes says nothing of the differences, which a recorder's jitter makes as
-			// random as they are few bits wide (zstd saves nothing of them: docs/benchmarks.md#timestamps-delta-encoded).
-			// Start uncompressed; an input stored delta-encoded is judged as any other column.
+			// random as they are few bits wide (zstd saves nothing of them:
+			// docs/benchmarks.md#timestamps-delta-encoded). Start uncompressed; an input
+			// stored delta-encoded is judged as any other column.
 			out[i] = true
 		case plain[i]:
 			out[i] = c.WrittenByStoreopt()
