@@ -24,8 +24,10 @@ func newReadCommand(e *env) *cobra.Command {
 		Short: "Read the rows of a time window of a topic, fetching only the blocks that overlap it",
 		Long: `Read the rows of a topic with --from <= timestamp_ns < --to (nanoseconds since the Unix
 epoch) in the topic's global order, on any mix of L0 and L1 chunks: the catalog's chunk ranges
-and block indexes pick the blocks (row groups) that may hold rows of the window, and only their
-byte ranges (plus each chunk's footer) are fetched from the store. Prints the rows found, the
+and block indexes pick the blocks (row groups) that may hold rows of the window and, in a chunk
+with a page index (every chunk storeopt writes), the pages of them that may; only their byte
+ranges (plus each chunk's footer) are fetched from the store. Rows whose timestamp_ns is null
+are in no window. Prints the rows found, the
 chunks and blocks read, the bytes fetched and the seconds taken (--json: one JSON object);
 --rows also prints every row (tab-separated values, in order).`,
 		Args: cobra.NoArgs,
