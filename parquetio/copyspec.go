@@ -48,9 +48,8 @@ func (l *Layout) CopySpecFor(chunks []*Chunk) *CopySpec {
 // PageStorage describes how the chunk stores each leaf column's pages, for CopySpecOf: per leaf,
 // its codec and data encoding when every row group stores the column alike without a dictionary
 // page and unencrypted, "-" otherwise (runs of equal leaves written once: joinRuns); "" for an
-// encrypted chunk. The planner records it for
-// every input (plan.Input.Storage) from the footers it reads anyway, so that the copy path knows
-// every input's storage before it starts.
+// encrypted chunk. The planner records it for every input (plan.Input.Storage) from the footers
+// it reads anyway, so that the copy path knows every input's storage before it starts.
 func (c *Chunk) PageStorage() string {
 	md := c.pf.MetaData()
 	if md.FileDecryptor != nil {
@@ -60,24 +59,24 @@ func (c *Chunk) PageStorage() string {
 	parts := make([]string, leaves)
 	for leaf := range leaves {
 		parts[leaf] = "-"
-		var codec compress.Compression
-		var enc parquet.Encoding
+		var first pageStorage
+		alike := md.NumRowGroups() > 0
 		for rg := range md.NumRowGroups() {
 			cc, err := md.RowGroup(rg).ColumnChunk(leaf)
 			if err != nil {
 				return ""
 			}
-			e, ok := dataEncoding(cc)
+			st, ok := storageOf(cc)
 			if rg == 0 {
-				codec, enc = cc.Compression(), e
+				first = st
 			}
-			if !ok || cc.HasDictionaryPage() || cc.CryptoMetadata() != nil || cc.Compression() != codec || e != enc {
-				codec = -1
+			if !ok || st != first {
+				alike = false
 				break
 			}
 		}
-		if codec >= 0 && md.NumRowGroups() > 0 {
-			parts[leaf] = strconv.Itoa(int(codec)) + "/" + strconv.Itoa(int(enc))
+		if alike {
+			parts[leaf] = strconv.Itoa(int(first.codec)) + "/" + strconv.Itoa(int(first.encoding))
 		}
 	}
 	return joinRuns(parts)
@@ -176,11 +175,24 @@ func (l *Layout) CopySpecOf(storages []string) *CopySpec {
 	return spec
 }
 
-// copies says whether column chunk cc can be copied as leaf column leaf of the spec: no
-// dictionary page, not encrypted, the spec's codec and one data encoding, the spec's.
+// copies says whether column chunk cc can be copied as leaf column leaf of the spec: it stores
+// its pages as the spec's (storageOf).
 func (s *CopySpec) copies(cc *metadata.ColumnChunkMetaData, leaf int) bool {
+	st, ok := storageOf(cc)
+	return ok && st == pageStorage{codec: s.codec[leaf], encoding: s.encoding[leaf]}
+}
+
+// pageStorage is how a column chunk stores its pages: their codec and their one data encoding.
+type pageStorage struct {
+	codec    compress.Compression
+	encoding parquet.Encoding
+}
+
+// storageOf returns how column chunk cc stores its pages; false when the copy path cannot copy
+// them: a dictionary page, several data encodings or a dictionary encoding, or encryption.
+func storageOf(cc *metadata.ColumnChunkMetaData) (pageStorage, bool) {
 	enc, ok := dataEncoding(cc)
-	return ok && !cc.HasDictionaryPage() && cc.CryptoMetadata() == nil && cc.Compression() == s.codec[leaf] && enc == s.encoding[leaf]
+	return pageStorage{codec: cc.Compression(), encoding: enc}, ok && !cc.HasDictionaryPage() && cc.CryptoMetadata() == nil
 }
 
 // dataEncoding returns the one encoding of a column chunk's data pages, from its encodings list
