@@ -60,8 +60,8 @@ func copyPath(p *plan.Plan, o plan.Output) bool {
 
 // writeCopy writes an output chunk by the copy path, appending the inputs in order (see
 // copyOrder, rollupCopyable) to a parquetio.Assembler whose copy spec is taken from the inputs'
-// storage as the plan recorded it (copySpec); with blocks, each input row group is a row group of its own (a block of a rollup, its
-// source chunk in the result's Sources). It returns
+// storage as the plan recorded it (copySpec); with blocks, each input row group is a row group of
+// its own (a block of a rollup, its source chunk in the result's Sources). It returns
 // parquetio.ErrNotCopyable (nothing written: the upload aborted) when an input's columns do not
 // allow the spec's copies; the caller then rewrites the output. The output is read back and
 // checked as WriteOutput's are; its digests are the copy digest (pages of copied columns,

@@ -67,6 +67,8 @@ type Assembler struct {
 	hasher verify.Hasher
 	// scratch receives decompressed pages (checked, then dropped).
 	scratch []byte
+	// words receives each copied page's header words for its digest.
+	words pageWords
 	// Read is the digest of the pages and values taken from the inputs.
 	Read verify.Digest
 	// CopiedBytes are the stored page bytes copied so far.
@@ -259,7 +261,7 @@ func (a *Assembler) Append(ctx context.Context, c *Chunk, rg int) (err error) {
 				}
 				st = timestampStats(ts, first, int64(p.numValues))
 			}
-			verify.AddPage(&a.Read, leaf, a.pages[leaf], p.numValues, p.header(), p.data)
+			verify.AddPage(&a.Read, leaf, a.pages[leaf], p.numValues, p.header(&a.words), p.data)
 			a.pages[leaf]++
 			a.CopiedBytes += int64(len(p.data))
 			g.pages[leaf] = append(g.pages[leaf], copiedPage{rawPage: p, firstRow: g.rows + first, stats: st})

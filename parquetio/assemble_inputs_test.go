@@ -231,9 +231,11 @@ func checkCopiedPages(t *testing.T, inputs [][]byte, out []byte, spec *CopySpec)
 		}
 		for i := range got {
 			g, w := got[i], want[i]
-			if g.kind != w.kind || g.numValues != w.numValues || g.v2 != w.v2 || !slices.Equal(g.header(), w.header()) || !bytes.Equal(g.data, w.data) {
+			var gw, ww pageWords
+			gh, wh := g.header(&gw), w.header(&ww)
+			if g.kind != w.kind || g.numValues != w.numValues || g.v2 != w.v2 || !slices.Equal(gh, wh) || !bytes.Equal(g.data, w.data) {
 				t.Fatalf("copied column %d page %d: kind %d, %d values, header %x, V2 %+v, %d bytes; the input's %d, %d, %x, %+v, %d bytes",
-					leaf, i, g.kind, g.numValues, g.header(), g.v2, len(g.data), w.kind, w.numValues, w.header(), w.v2, len(w.data))
+					leaf, i, g.kind, g.numValues, gh, g.v2, len(g.data), w.kind, w.numValues, wh, w.v2, len(w.data))
 			}
 		}
 	}

@@ -19,6 +19,7 @@ func CopyDigest(ctx context.Context, c *Chunk, spec *CopySpec) (d verify.Digest,
 	var h verify.Hasher
 	pages := make([]int64, len(spec.Copied))
 	var row int64
+	var words pageWords
 	var buf []byte
 	for rg := range md.NumRowGroups() {
 		err := c.readCopiedChunks(rg, spec, &buf, func(leaf int, chunk []byte) error {
@@ -27,7 +28,7 @@ func CopyDigest(ctx context.Context, c *Chunk, spec *CopySpec) (d verify.Digest,
 				return &InputError{Err: fmt.Errorf("row group %d column %d: %w", rg, leaf, err)}
 			}
 			for _, p := range ps {
-				verify.AddPage(&d, leaf, pages[leaf], p.numValues, p.header(), p.data)
+				verify.AddPage(&d, leaf, pages[leaf], p.numValues, p.header(&words), p.data)
 				pages[leaf]++
 			}
 			return nil

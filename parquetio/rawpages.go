@@ -46,22 +46,27 @@ type pageV2 struct {
 // for other pages).
 func (p *rawPage) levelBytes() int64 { return int64(p.v2.defBytes) + int64(p.v2.repBytes) }
 
-// header packs the page header's fields that say how its data is read for verify.AddPage: kind,
-// uncompressed size and encodings, and for a V2 page its rows, nulls, levels' lengths and whether
-// its values are compressed.
-func (p *rawPage) header() []uint64 {
-	h := []uint64{uint64(uint32(p.uncompressed)) | uint64(uint8(p.kind))<<32 | uint64(uint8(p.encoding))<<40 |
-		uint64(uint8(p.defEnc))<<48 | uint64(uint8(p.repEnc))<<56}
+// header packs into w, and returns, the page header's fields that say how its data is read, for
+// verify.AddPage: kind, uncompressed size and encodings, and for a V2 page its rows, nulls,
+// levels' lengths and whether its values are compressed.
+func (p *rawPage) header(w *pageWords) []uint64 {
+	w[0] = uint64(uint32(p.uncompressed)) | uint64(uint8(p.kind))<<32 | uint64(uint8(p.encoding))<<40 |
+		uint64(uint8(p.defEnc))<<48 | uint64(uint8(p.repEnc))<<56
 	if p.kind != pageDataV2 {
-		return h
+		return w[:1]
 	}
 	var compressed uint64
 	if p.v2.compressed {
 		compressed = 1
 	}
-	return append(h, uint64(uint32(p.v2.numRows))|uint64(uint32(p.v2.numNulls))<<32,
-		uint64(uint32(p.v2.defBytes))|uint64(uint32(p.v2.repBytes))<<32, compressed)
+	w[1] = uint64(uint32(p.v2.numRows)) | uint64(uint32(p.v2.numNulls))<<32
+	w[2] = uint64(uint32(p.v2.defBytes)) | uint64(uint32(p.v2.repBytes))<<32
+	w[3] = compressed
+	return w[:4]
 }
+
+// pageWords holds a page's header words (rawPage.header), so that packing them allocates nothing.
+type pageWords [4]uint64
 
 // splitPages splits the stored bytes of one column chunk into its pages (headers decoded, data
 // sliced out of b, not copied). A header that does not parse, or a page that overruns b, is an
