@@ -320,7 +320,8 @@ func RecordedMaxRow(c ChunkRef, s Scan) int64 {
 // its own, at positions in catalog order then run order, which keeps the tie-break of rows with
 // equal timestamps (catalog order, then stored row index). A run's bytes are its share of the
 // chunk's by rows (plus the footer, which the planner leaves out again); a chunk without rows is
-// one input without rows.
+// one input without rows. The samples are the scans' own, renumbered in place (a topic's samples
+// are most of its planner's memory: they are held once).
 func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample) {
 	var inputs []plan.Input
 	var samples [][]plan.Sample
@@ -355,12 +356,11 @@ func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample
 				in.ArrowBytes = c.ArrowBytes * r.Rows / max(s.Rows, 1)
 				in.ObjectBytes = c.SizeBytes
 			}
-			runSamples := slices.Clone(r.Samples)
-			for k := range runSamples {
-				runSamples[k].Key.Input = pos
+			for k := range r.Samples {
+				r.Samples[k].Key.Input = pos
 			}
 			inputs = append(inputs, in)
-			samples = append(samples, runSamples)
+			samples = append(samples, r.Samples)
 		}
 	}
 	return inputs, samples

@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -284,16 +286,6 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 	if len(samples) != len(inputs) {
 		return nil, fmt.Errorf("plan: %d sample lists for %d inputs", len(samples), len(inputs))
 	}
-	type weighted struct {
-		Sample
-		bytes int64
-		input int // position in inputs
-	}
-	n := 0
-	for _, s := range samples {
-		n += len(s)
-	}
-	all := make([]weighted, 0, n)
 	inputBytes := make([]int64, len(inputs)) // the weight of all samples of each input
 	var rows, footer int64
 	for i, in := range inputs {
@@ -303,19 +295,12 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 		}
 		rows += in.Rows
 		for _, s := range samples[i] {
-			b := s.Bytes
-			if b <= 0 {
-				b = bytesOf(in, s.Rows)
-			}
-			all = append(all, weighted{Sample: s, bytes: b, input: i})
-			inputBytes[i] += b
+			inputBytes[i] += sampleBytes(in, s)
 		}
 	}
 	if rows == 0 {
 		return nil, ErrNoRows
 	}
-	slices.SortFunc(all, func(a, b weighted) int { return a.Key.Compare(b.Key) })
-
 	p := newPlan(inputs, totals, opts)
 	p.Policy, p.Kind = policy.Full, KindMerge
 	// Room for the output's own footer: about the largest input footer (same schema).
@@ -326,7 +311,7 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 	// the start of one, run is its position in inputs and runRows, runBytes what the output
 	// holds of it; run is -1 otherwise.
 	run, runRows, runBytes := -1, int64(0), int64(0)
-	for _, s := range all {
+	for s := range inKeyOrder(inputs, samples) {
 		if s.input != run {
 			run, runRows, runBytes = -1, 0, 0
 			if separate[s.input] && s.Key.Compare(inputs[s.input].First) <= 0 {
@@ -456,6 +441,70 @@ func bytesOf(in Input, rows int64) int64 {
 	}
 	data := max(in.SizeBytes-in.FooterBytes, 0)
 	return (data*rows + in.Rows - 1) / in.Rows
+}
+
+// sampleBytes is the weight of sample s of input in: its stored bytes when known, else its rows'
+// share of the input's.
+func sampleBytes(in Input, s Sample) int64 {
+	if s.Bytes > 0 {
+		return s.Bytes
+	}
+	return bytesOf(in, s.Rows)
+}
+
+// weighted is a sample in the walk of Compute: its weight and its input's position.
+type weighted struct {
+	Sample
+	bytes int64
+	input int
+}
+
+// inKeyOrder yields the samples of the inputs with rows in ascending key order, merging the
+// inputs' lists (each in key order) with a heap of one cursor per input: the planner holds the
+// samples once, as the scans gave them, not a sorted copy of them all.
+func inKeyOrder(inputs []Input, samples [][]Sample) iter.Seq[weighted] {
+	return func(yield func(weighted) bool) {
+		h := &cursors{samples: samples}
+		for i, in := range inputs {
+			if in.Rows > 0 && len(samples[i]) > 0 {
+				h.at = append(h.at, cursor{input: i})
+			}
+		}
+		heap.Init(h)
+		for h.Len() > 0 {
+			c := &h.at[0]
+			s := samples[c.input][c.next]
+			if !yield(weighted{Sample: s, bytes: sampleBytes(inputs[c.input], s), input: c.input}) {
+				return
+			}
+			if c.next++; c.next == len(samples[c.input]) {
+				heap.Pop(h)
+			} else {
+				heap.Fix(h, 0)
+			}
+		}
+	}
+}
+
+// cursor is the next sample of one input in inKeyOrder.
+type cursor struct{ input, next int }
+
+// cursors is a heap of cursors by their next sample's key (keys are unique: each names its
+// input and row).
+type cursors struct {
+	at      []cursor
+	samples [][]Sample
+}
+
+func (h *cursors) key(i int) Key      { return h.samples[h.at[i].input][h.at[i].next].Key }
+func (h *cursors) Len() int           { return len(h.at) }
+func (h *cursors) Less(i, j int) bool { return h.key(i).Compare(h.key(j)) < 0 }
+func (h *cursors) Swap(i, j int)      { h.at[i], h.at[j] = h.at[j], h.at[i] }
+func (h *cursors) Push(x any)         { h.at = append(h.at, x.(cursor)) }
+func (h *cursors) Pop() any {
+	last := h.at[len(h.at)-1]
+	h.at = h.at[:len(h.at)-1]
+	return last
 }
 
 // separateInputs reports, per position in inputs, whether the input has rows and its [First,
