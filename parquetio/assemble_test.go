@@ -89,9 +89,9 @@ func TestAssembledChunkHoldsTheInputsRows(t *testing.T) {
 	}
 	opts := WriterOptions{RowGroupRows: 7000}
 	out, spec, read := assemble(t, inputs, opts)
-	wantCopied := []bool{true, true, false, true, true, true}
+	wantCopied := []bool{false, true, false, true, true, true}
 	if fmt.Sprint(spec.Copied) != fmt.Sprint(wantCopied) {
-		t.Fatalf("copied leaves %v, want %v (label is dictionary encoded)", spec.Copied, wantCopied)
+		t.Fatalf("copied leaves %v, want %v (timestamp_ns stored PLAIN is re-encoded delta, label is dictionary encoded)", spec.Copied, wantCopied)
 	}
 	// Rows, footer, copy digest, statistics and page index, the same bytes again.
 	checkAssembled(t, inputs, recs, opts, out, spec, read)
@@ -104,6 +104,10 @@ func TestAssembledChunkHoldsTheInputsRows(t *testing.T) {
 	// Row groups are cut between input row groups: 7 + 7 + 1 input row groups of 1000 rows.
 	if oc.NumRowGroups() != 3 || oc.RowGroupRows(0) != 7000 || oc.RowGroupRows(2) != 1000 {
 		t.Fatalf("row groups: %d, first %d rows", oc.NumRowGroups(), oc.RowGroupRows(0))
+	}
+	// timestamp_ns is stored as a rewrite stores it: delta-encoded.
+	if !storedDelta(oc.pf.MetaData(), oc.TimestampLeaf) {
+		t.Fatal("the output's timestamp_ns is not delta-encoded in every row group")
 	}
 	// The page index lets a window read fetch a few pages: the timestamps' column index is
 	// there, its pages' bounds right.

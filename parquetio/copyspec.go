@@ -169,6 +169,13 @@ func (l *Layout) CopySpecOf(storages []string) *CopySpec {
 		}
 		spec.codec[leaf], spec.encoding[leaf] = compress.Compression(c), parquet.Encoding(e)
 	}
+	if ts := l.tsLeaf; spec.Copied[ts] && deltaTimestamps(l.parquet.Column(ts)) &&
+		spec.encoding[ts] != parquet.Encodings.DeltaBinaryPacked {
+		// timestamp_ns is re-encoded as a Writer stores it (delta, a third smaller than
+		// zstd's plain bytes): copied and rewritten outputs store it alike, and the copy path
+		// decodes its values anyway (statistics, column index, order).
+		spec.Copied[ts] = false
+	}
 	if spec.CopiedLeaves() == 0 {
 		return nil
 	}
