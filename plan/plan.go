@@ -311,7 +311,15 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 	// the start of one, run is its position in inputs and runRows, runBytes what the output
 	// holds of it; run is -1 otherwise.
 	run, runRows, runBytes := -1, int64(0), int64(0)
+	// last is the previous sample's key (seen: there was one): sample lists not each in key
+	// order would merge out of order.
+	var last Key
+	seen := false
 	for s := range inKeyOrder(inputs, samples) {
+		if seen && s.Key.Compare(last) <= 0 {
+			return nil, fmt.Errorf("plan: the samples of input %d are not in ascending key order (%s after %s)", s.input, s.Key, last)
+		}
+		last, seen = s.Key, true
 		if s.input != run {
 			run, runRows, runBytes = -1, 0, 0
 			if separate[s.input] && s.Key.Compare(inputs[s.input].First) <= 0 {

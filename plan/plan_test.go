@@ -631,6 +631,13 @@ func TestComputeErrors(t *testing.T) {
 	if _, err := Compute(f.inputs, nil, f.totals, Options{}); err == nil || errors.Is(err, ErrNoRows) {
 		t.Errorf("missing sample lists: err = %v, want a count mismatch", err)
 	}
+	// The samples of an input must come in key order: merged otherwise they would cut the
+	// global order out of order.
+	g := build([]inputSpec{{rows: cells(1, 2, 3), bytesPerRow: 1}, {rows: cells(2, 5), bytesPerRow: 1}})
+	g.samples[0][0], g.samples[0][2] = g.samples[0][2], g.samples[0][0]
+	if _, err := Compute(g.inputs, g.samples, g.totals, Options{}); err == nil || !strings.Contains(err.Error(), "not in ascending key order") {
+		t.Errorf("samples out of order: err = %v, want it refused", err)
+	}
 }
 
 func TestComputeDefaults(t *testing.T) {
