@@ -242,9 +242,11 @@ func WriteSummary(w io.Writer, runID string, res workflows.StoreOptimizerResult)
 	if d := res.Debt; d != nil {
 		// The catalog's, not the run's scope's: what the fleet owes, which a scoped run may
 		// leave as it is.
-		fmt.Fprintf(tw, "debt at start (all topics)\t%d L0 chunks (%d bytes, %d uncompacted, the oldest %.1f s old) in %d topics; %d over the trigger of %d, most in one topic %d\n",
+		fmt.Fprintf(tw, "debt at start (all topics)\t%d L0 chunks (%d bytes, %d uncompacted, the oldest %.1f s old); %d topics in the catalog, %d over the trigger of %d L0 chunks, most in one topic %d\n",
 			d.L0Chunks, d.L0Bytes, d.UncompactedChunks, d.OldestUncompactedSeconds, d.Topics, d.TopicsOverTrigger, d.TriggerMinChunks, d.MaxTopicL0Chunks)
-		fmt.Fprintf(tw, "write signal at start\t%s delayed, %d stopped\n", plural(d.DelayedTopics, "topic"), d.StoppedTopics)
+		// The write signal is what ingestion is told to do (docs/operations.md#the-write-signal): slow down its
+		// writes to a topic, or stop them until it is compacted.
+		fmt.Fprintf(tw, "write signal at start\t%s told to delay writes, %d to stop them\n", plural(d.DelayedTopics, "topic"), d.StoppedTopics)
 		fmt.Fprintf(tw, "write amplification at start\t%.2f (%d bytes written by compactions, %d ingested, ever)\n",
 			d.WriteAmplification, d.CompactionWrittenBytes, d.IngestedBytes)
 	}

@@ -321,7 +321,8 @@ func RecordedMaxRow(c ChunkRef, s Scan) int64 {
 // equal timestamps (catalog order, then stored row index). A run's bytes are its share of the
 // chunk's by rows (plus the footer, which the planner leaves out again); a chunk without rows is
 // one input without rows. The samples are the scans' own, renumbered in place (a topic's samples
-// are most of its planner's memory: they are held once).
+// are most of its planner's memory: they are held once): MergeInputs takes them over, and a
+// later call over some of the same scans renumbers the samples an earlier one returned.
 func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample) {
 	var inputs []plan.Input
 	var samples [][]plan.Sample
