@@ -47,11 +47,8 @@ type ReadStats struct {
 
 // ReadObjects measures how long a reader takes to read a topic: it fetches every object of keys
 // from bucket and decodes all its rows into Arrow record batches with pqarrow, parallel objects
-// at a time (≤ 0 means DefaultReadParallelism), the row groups of an object of several row
-// groups split among parallel goroutines as a parallel reader (DuckDB) splits them, so that a
-// topic of one large chunk is not measured on one core. It returns the totals and the wall time.
-// It is the benchmark of the demo's before/after table and the bench's read job. Errors name the
-// object key.
+// at a time (≤ 0 means DefaultReadParallelism), and returns the totals and the wall time. It is
+// the benchmark of the demo's before/after table. Errors name the object key.
 func ReadObjects(ctx context.Context, bucket *blob.Bucket, keys []string, parallel int) (ReadStats, error) {
 	if parallel <= 0 {
 		parallel = DefaultReadParallelism
@@ -63,7 +60,7 @@ func ReadObjects(ctx context.Context, bucket *blob.Bucket, keys []string, parall
 	g.SetLimit(parallel)
 	for i, key := range keys {
 		g.Go(func() error {
-			n, size, err := readObject(gctx, bucket, key, parallel)
+			n, size, err := readObject(gctx, bucket, key)
 			if err != nil {
 				return fmt.Errorf("read %s: %w", key, err)
 			}
@@ -82,89 +79,44 @@ func ReadObjects(ctx context.Context, bucket *blob.Bucket, keys []string, parall
 	return st, nil
 }
 
-// readObject reads one Parquet object completely, its row groups in up to parallel shares at
-// once, and returns its row count and size in bytes.
-func readObject(ctx context.Context, bucket *blob.Bucket, key string, parallel int) (rows, size int64, err error) {
+// readObject reads one Parquet object completely and returns its row count and size in bytes.
+func readObject(ctx context.Context, bucket *blob.Bucket, key string) (rows, size int64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("parquet reader panicked: %v", r)
+		}
+	}()
 	data, err := fetch(ctx, bucket, key)
 	if err != nil {
 		return 0, 0, err
 	}
-	pf, err := openParquet(data)
-	if err != nil {
-		return 0, 0, err
-	}
-	groups := pf.NumRowGroups()
-	pf.Close()
-	shares := max(min(parallel, groups), 1)
-	counts := make([]int64, shares)
-	g, gctx := errgroup.WithContext(ctx)
-	for k := range shares {
-		g.Go(func() error {
-			var share []int
-			for rg := k * groups / shares; rg < (k+1)*groups/shares; rg++ {
-				share = append(share, rg)
-			}
-			n, err := readRowGroups(gctx, data, share)
-			counts[k] = n
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return 0, 0, err
-	}
-	for _, n := range counts {
-		rows += n
-	}
-	return rows, int64(len(data)), nil
-}
-
-// openParquet opens the Parquet file data, a panic of arrow-go's reader returned as an error.
-func openParquet(data []byte) (pf *file.Reader, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("parquet reader panicked: %v", r)
-		}
-	}()
-	return file.NewParquetReader(bytes.NewReader(data))
-}
-
-// readRowGroups decodes the row groups rgs of the Parquet file data (all of them when the file
-// has none) with a reader of its own and returns their rows.
-func readRowGroups(ctx context.Context, data []byte, rgs []int) (rows int64, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("parquet reader panicked: %v", r)
-		}
-	}()
 	pf, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer pf.Close()
 	md := pf.MetaData()
-	if md.NumRowGroups() == 0 {
-		return 0, nil
-	}
 	var uncompressed int64
-	for _, rg := range rgs {
-		uncompressed += md.RowGroup(rg).TotalByteSize()
-		rows += md.RowGroup(rg).NumRows()
+	for i := range md.NumRowGroups() {
+		uncompressed += md.RowGroup(i).TotalByteSize()
 	}
-	arrowProps := pqarrow.ArrowReadProperties{BatchSize: batchRows(rows, uncompressed), Parallel: true}
+	arrowProps := pqarrow.ArrowReadProperties{BatchSize: batchRows(md.NumRows, uncompressed), Parallel: true}
 	fr, err := pqarrow.NewFileReader(pf, arrowProps, memory.DefaultAllocator)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	rr, err := fr.GetRecordReader(ctx, nil, rgs)
+	rr, err := fr.GetRecordReader(ctx, nil, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer rr.Release()
-	rows = 0
 	for rr.Next() {
 		rows += rr.RecordBatch().NumRows()
 	}
-	return rows, rr.Err()
+	if err := rr.Err(); err != nil {
+		return 0, 0, err
+	}
+	return rows, int64(len(data)), nil
 }
 
 // fetch reads a whole object into a buffer of exactly its size (Bucket.ReadAll grows its buffer
