@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -43,7 +42,7 @@ func planSamples(pool int64) int64 {
 	if pool <= 0 {
 		return maxPlanSamples
 	}
-	return min(max(pool/planSampleShare/int64(unsafe.Sizeof(plan.Sample{})), minPlanSamples), maxPlanSamples)
+	return min(max(pool/planSampleShare/plan.SampleBytes, minPlanSamples), maxPlanSamples)
 }
 
 // scanParallelism is the number of input chunks scanned at once (2 cores: decoding two files at

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/storeopt/storeopt/policy"
 )
@@ -103,6 +104,9 @@ type Sample struct {
 	// size is weighed row group by row group; 0: the input's average bytes per row.
 	Bytes int64
 }
+
+// SampleBytes is the memory one Sample takes: what bounds a planner's samples by bytes counts.
+const SampleBytes = int64(unsafe.Sizeof(Sample{}))
 
 // Output is one output chunk: every row whose key lies in [Lo, Hi) (nil = unbounded).
 type Output struct {
