@@ -405,7 +405,8 @@ func (w *topicWriter) generate(ordinal int, payload *[]byte) arrow.RecordBatch {
 }
 
 // writerProperties are the Parquet settings of the ingestion service: the topic's codec and data
-// page version, dictionary encoding for string columns only, statistics on.
+// page version, dictionary encoding for string columns only, statistics on, and the page index
+// and row group length the topic asks for.
 func writerProperties(spec TopicSpec) *parquet.WriterProperties {
 	version := parquet.DataPageV1
 	if spec.DataPageV2 {
@@ -416,6 +417,10 @@ func writerProperties(spec TopicSpec) *parquet.WriterProperties {
 		parquet.WithDataPageVersion(version),
 		parquet.WithDictionaryDefault(false),
 		parquet.WithStats(true),
+		parquet.WithPageIndexEnabled(spec.PageIndex),
+	}
+	if spec.RowGroupRows > 0 {
+		props = append(props, parquet.WithMaxRowGroupLength(int64(spec.RowGroupRows)))
 	}
 	for _, f := range fieldsOf(spec.Kind) {
 		if f.typ.ID() == arrow.STRING {
@@ -425,7 +430,8 @@ func writerProperties(spec TopicSpec) *parquet.WriterProperties {
 	return parquet.NewWriterProperties(props...)
 }
 
-// encodeParquet writes rec as one Parquet file (one row group) with the Arrow schema, metadata
+// encodeParquet writes rec as one Parquet file (one row group, or row groups of props' maximum
+// length) with the Arrow schema, metadata
 // included, stored in the footer.
 func encodeParquet(dst *bytes.Buffer, rec arrow.RecordBatch, props *parquet.WriterProperties) error {
 	fw, err := pqarrow.NewFileWriter(rec.Schema(), dst, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))

@@ -86,6 +86,11 @@ type TopicSpec struct {
 	// DataPageV2 writes the chunks' data pages as DATA_PAGE_V2 (as pyarrow does with
 	// data_page_version='2.0'), V1 pages otherwise.
 	DataPageV2 bool
+	// PageIndex writes a page index (each column's page locations, each column's page
+	// statistics) into every chunk, as a recorder that serves window reads does; RowGroupRows
+	// cuts each chunk into row groups of at most that many rows (0: one row group per chunk).
+	PageIndex    bool
+	RowGroupRows int
 	// HugeEvery, HugeRows and HugeBytes skew a Camera topic's row sizes (huge rows among small): in
 	// every HugeEvery-th chunk (ordinals HugeEvery-1, 2·HugeEvery-1, …) the first HugeRows rows carry
 	// a payload of HugeBytes zero bytes instead of PayloadBytes (a map snapshot or a raw frame
@@ -177,6 +182,8 @@ func (t TopicSpec) validate() error {
 		return fmt.Errorf("rows per chunk %d < 1", t.RowsPerChunk)
 	case t.PayloadBytes < 0:
 		return fmt.Errorf("payload bytes %d < 0", t.PayloadBytes)
+	case t.RowGroupRows < 0:
+		return fmt.Errorf("row group rows %d < 0", t.RowGroupRows)
 	case t.HugeEvery < 0 || t.HugeRows < 0 || t.HugeBytes < 0 ||
 		int64(min(t.HugeRows, t.RowsPerChunk))*int64(t.HugeBytes) >= 1<<31:
 		return fmt.Errorf("huge rows: every %d chunks %d rows of %d bytes (each ≥ 0, rows × bytes < 2 GiB)",
