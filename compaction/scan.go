@@ -98,8 +98,11 @@ type Scan struct {
 	// (parquetio.Chunk.RowGroupBytes).
 	UncompressedBytes int64
 	// MaxRowGroupBytes is the largest of the row groups' uncompressed bytes
-	// (plan.Input.MaxRowGroupBytes).
+	// (plan.Input.MaxRowGroupBytes), MaxRowGroupRows the largest of their rows.
 	MaxRowGroupBytes int64
+	MaxRowGroupRows  int64
+	// PageIndexed says every row group has a page index (parquetio.Chunk.HasPageIndex).
+	PageIndexed bool
 	Nulls            int64  // rows with a null timestamp
 	MinTs            *int64 // nil when every timestamp is null
 	MaxTs            *int64
@@ -151,7 +154,7 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 	}
 	defer ts.Release()
 	s := Scan{Footer: c.Footer, Rows: c.NumRows, FooterBytes: c.FooterBytes, WrittenByStoreopt: c.WrittenByStoreopt(),
-		Storage: c.PageStorage()}
+		Storage: c.PageStorage(), PageIndexed: c.HasPageIndex()}
 	s.Nulls = int64(ts.NullN())
 	if ts.Len() == 0 {
 		return s, nil
@@ -177,6 +180,7 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 		r.MaxRowBytes = max(r.MaxRowBytes, hidden)
 		s.UncompressedBytes += c.RowGroupBytes(rg)
 		s.MaxRowGroupBytes = max(s.MaxRowGroupBytes, c.RowGroupBytes(rg))
+		s.MaxRowGroupRows = max(s.MaxRowGroupRows, n)
 		if c.NumRowGroups() > 1 {
 			// Weigh the samples by their row group's stored bytes (planner estimates; a single
 			// row group's are the chunk's average anyway).
@@ -350,7 +354,7 @@ func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample
 				SizeBytes: c.SizeBytes, ArrowBytes: c.ArrowBytes,
 				Sorted: r.Sorted, First: r.First, Last: r.Last, Ordinal: c.Ordinal,
 				RowGroups: r.RowGroups, FirstRow: r.FirstRow, MaxRowBytes: r.MaxRowBytes, Storage: s.Storage,
-				MaxRowGroupBytes: s.MaxRowGroupBytes}
+				MaxRowGroupBytes: s.MaxRowGroupBytes, MaxRowGroupRows: s.MaxRowGroupRows, PageIndexed: s.PageIndexed}
 			in.First.Input, in.Last.Input = pos, pos
 			if len(s.Runs) > 1 {
 				in.SizeBytes = data*r.Rows/max(s.Rows, 1) + s.FooterBytes

@@ -392,3 +392,42 @@ func readColumn(col *pqarrow.ColumnReader, n int64, mem memory.Allocator) (arrow
 	}
 	return array.Concatenate(chunked.Chunks(), mem)
 }
+
+// PagesIndexed reports whether every row group of the chunk has rows and a page index
+// (PageIndexOf) whose pages each hold at most maxRows rows: what a window read needs to fetch
+// only the pages of a window, as it does from a chunk storeopt wrote. A page index that cannot
+// be decoded counts as none (the chunk is still readable without it); an error is the store's.
+func (c *Chunk) PagesIndexed(maxRows int64) (bool, error) {
+	for rg := range c.NumRowGroups() {
+		pi := c.PageIndex(rg)
+		if c.RowGroupRows(rg) == 0 || pi.Timestamps == nil || pi.Timestamps.End() > c.size || pi.Offsets.End() > c.size {
+			return false, nil
+		}
+		ix, ok, err := c.pageIndexOf(rg)
+		if IsInputError(err) || !ok {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, pages := range ix.offsets {
+			for i := range pages {
+				if pageEnd(pages, i, ix.rows)-pages[i].FirstRowIndex > maxRows {
+					return false, nil
+				}
+			}
+		}
+	}
+	return c.NumRowGroups() > 0, nil
+}
+
+// HasPageIndex reports whether every row group of the chunk has a page index (PageIndexOf),
+// from the footer alone: whether PagesIndexed may hold, without reading the index.
+func (c *Chunk) HasPageIndex() bool {
+	for rg := range c.NumRowGroups() {
+		if c.PageIndex(rg).Timestamps == nil {
+			return false
+		}
+	}
+	return c.NumRowGroups() > 0
+}

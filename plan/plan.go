@@ -68,6 +68,12 @@ type Input struct {
 	// once, its pages as stored being at most that (compaction.CopyMemory). 0 in plans made
 	// before it was recorded.
 	MaxRowGroupBytes int64 `json:"max_row_group_bytes,omitempty"`
+	// MaxRowGroupRows is the most rows one of the chunk's row groups holds, and PageIndexed
+	// says that each of its row groups has a page index (parquetio.Chunk.HasPageIndex): with
+	// its size, what makes a chunk one the pass-through path may keep (PassThrough). 0 and
+	// false in plans made before they were recorded.
+	MaxRowGroupRows int64 `json:"max_row_group_rows,omitempty"`
+	PageIndexed     bool  `json:"page_indexed,omitempty"`
 }
 
 // InputBytes returns the object bytes of the chunks the plan reads (each chunk once, also when
@@ -122,6 +128,10 @@ type Output struct {
 	// TargetOrdinal is the ordinal the output takes in the topic at commit (in the sorted run for
 	// merge plans, the first input's for concatenate plans); version 2 plans: Ordinal.
 	TargetOrdinal int `json:"target_ordinal,omitempty"`
+	// PassThrough says the output is its one input chunk as it is stored, which the writer
+	// keeps (copies whole) instead of rewriting it when the chunk's pages allow it
+	// (docs/design.md#the-pass-through-path; see PassThrough).
+	PassThrough bool `json:"pass_through,omitempty"`
 }
 
 // Totals are the facts of all input rows that verification checks the output against.
@@ -365,6 +375,7 @@ func Compute(inputs []Input, samples [][]Sample, totals Totals, opts Options) (*
 			}
 		}
 		o.MaxOpen = overlapDepth(inputs, o.Inputs)
+		o.PassThrough = p.PassThrough(*o)
 	}
 	return p, nil
 }
@@ -584,7 +595,7 @@ func (p *Plan) Group(g int) []Output {
 // Picture draws the plan for tests and logs: one line per input with its sortedness (s/u), its key
 // range [First .. Last] and a bar over the outputs, "#" where the output reads the input, then one
 // line per output with its key range [Lo, Hi) ("-inf"/"+inf" when unbounded), estimated rows and
-// bytes and the inputs it reads.
+// bytes, the inputs it reads and "pass-through" when it is to pass through.
 func (p *Plan) Picture() string {
 	var b strings.Builder
 	ranges := make([]string, len(p.Inputs))
@@ -608,8 +619,12 @@ func (p *Plan) Picture() string {
 		fmt.Fprintf(&b, "| rows=%d\n", in.Rows)
 	}
 	for _, o := range p.Outputs {
-		fmt.Fprintf(&b, "out%-3d [%s, %s) rows=%d bytes=%d inputs=%v\n",
-			o.Ordinal, bound(o.Lo, "-inf"), bound(o.Hi, "+inf"), o.EstRows, o.EstBytes, o.Inputs)
+		pass := ""
+		if o.PassThrough {
+			pass = " pass-through"
+		}
+		fmt.Fprintf(&b, "out%-3d [%s, %s) rows=%d bytes=%d inputs=%v%s\n",
+			o.Ordinal, bound(o.Lo, "-inf"), bound(o.Hi, "+inf"), o.EstRows, o.EstBytes, o.Inputs, pass)
 	}
 	return b.String()
 }
