@@ -52,8 +52,11 @@ func RecordOutcome(rec metrics.Recorder, in, res any, err error) {
 		if r.CopiedChunks > 0 {
 			rec.ChunksWritten(metrics.PathCopy, r.CopiedChunks, r.CopiedArrowBytes)
 		}
-		if n := r.WrittenChunks - r.CopiedChunks; n > 0 {
-			rec.ChunksWritten(metrics.PathRewrite, n, r.WrittenArrowBytes-r.CopiedArrowBytes)
+		if r.PassedChunks > 0 {
+			rec.ChunksWritten(metrics.PathPassThrough, r.PassedChunks, r.PassedArrowBytes)
+		}
+		if n := r.WrittenChunks - r.CopiedChunks - r.PassedChunks; n > 0 {
+			rec.ChunksWritten(metrics.PathRewrite, n, r.WrittenArrowBytes-r.CopiedArrowBytes-r.PassedArrowBytes)
 		}
 	case DeleteMarkedPrefixesResult:
 		rec.CleanupDone(metrics.CleanupPrefixes, r.Deleted, r.DeleteFailed)

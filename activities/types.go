@@ -216,11 +216,14 @@ type WriteChunksResult struct {
 	// WrittenChunks and WrittenArrowBytes count the output chunks this call wrote (outputs staged
 	// by an earlier attempt are counted in Chunks only) and their rows' Arrow bytes;
 	// CopiedChunks and CopiedArrowBytes those of them written by the copy path
-	// (compaction.OutputResult.Copied).
+	// (compaction.OutputResult.Copied), PassedChunks and PassedArrowBytes those kept by the
+	// pass-through path (compaction.OutputResult.PassedThrough).
 	WrittenChunks     int
 	WrittenArrowBytes int64
 	CopiedChunks      int
 	CopiedArrowBytes  int64
+	PassedChunks      int
+	PassedArrowBytes  int64
 }
 
 // CommitInput is the input of Commit.

@@ -77,6 +77,9 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 			logPanic(ctx, topic.Locator, err)
 			return res, a.classify(topic.Locator, err)
 		}
+		if out.NotPassed != "" {
+			logger(ctx).Info("Output written: its input chunk cannot be kept as it is", "topic", topic.Locator, "output", o.Ordinal, "why", out.NotPassed)
+		}
 		if out.NotCopied != "" {
 			logger(ctx).Info("Output rewritten: its pages cannot be copied", "topic", topic.Locator, "output", o.Ordinal, "why", out.NotCopied)
 		}
@@ -111,6 +114,10 @@ func (a *Activities) WriteChunks(ctx context.Context, in WriteChunksInput) (Writ
 		if out.Copied {
 			res.CopiedChunks++
 			res.CopiedArrowBytes += st.ArrowSizeBytes
+		}
+		if out.PassedThrough {
+			res.PassedChunks++
+			res.PassedArrowBytes += st.ArrowSizeBytes
 		}
 		heartbeat(ctx, WriteChunksProgress{Output: o.Ordinal, RowsWritten: st.RowCount, OutputRows: o.EstRows,
 			OutputsDone: res.Chunks, Outputs: len(outputs)})

@@ -38,10 +38,21 @@ func RowMemory(rowBytes int64) int64 {
 }
 
 // OutputMemory estimates the bytes WriteOutput (WriteRollup for a concatenate plan) holds while
-// writing output o of p: CopyMemory when the output is to be written by the copy path, else
-// RewriteMemory. An output the copy path cannot write after all (parquetio.ErrNotCopyable) is
-// rewritten once Inputs.Reserve has grown its reservation to RewriteMemory.
+// writing output o of p: PassThroughMemory when the output is to pass through, CopyMemory when it
+// is to be written by the copy path, else RewriteMemory. An output that cannot pass through after
+// all is written otherwise once Inputs.Reserve has grown its reservation to CopyMemory or
+// RewriteMemory, and one the copy path cannot write after all (parquetio.ErrNotCopyable) is
+// rewritten once it has grown it to RewriteMemory.
 func OutputMemory(p *plan.Plan, o plan.Output) int64 {
+	if passes(p, o) {
+		return PassThroughMemory(p, o)
+	}
+	return writeMemory(p, o)
+}
+
+// writeMemory is OutputMemory of an output that does not pass through: CopyMemory or
+// RewriteMemory.
+func writeMemory(p *plan.Plan, o plan.Output) int64 {
 	if copyPath(p, o) {
 		return CopyMemory(p, o)
 	}

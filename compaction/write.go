@@ -52,6 +52,11 @@ type OutputResult struct {
 	// NotCopied, for an output whose inputs follow each other but whose pages could not be
 	// copied, says why (parquetio.ErrNotCopyable's cause); "" otherwise.
 	NotCopied string
+	// PassedThrough says the chunk is a copy of its one input chunk, kept as stored
+	// (docs/design.md#the-pass-through-path); NotPassed, for an output the plan marks
+	// PassThrough that was written otherwise, says why.
+	PassedThrough bool
+	NotPassed     string
 }
 
 // Inputs resolves plan inputs to object keys for WriteOutput.
@@ -131,6 +136,26 @@ func (in Inputs) limits() parquetio.Limits {
 // (copyOrder, writeCopy): the same rows in the same order, its pages copied where they can be.
 func WriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	in.footer = layout.Footer
+	notPassed := ""
+	if passes(in.Plan, o) {
+		res, err := passThrough(ctx, in, o, key, layout, progress)
+		var np *errNotPassed
+		if !errors.As(err, &np) {
+			return res, err
+		}
+		notPassed = np.why
+		if err := in.reserve(ctx, writeMemory(in.Plan, o)); err != nil {
+			return OutputResult{Key: key}, err
+		}
+	}
+	res, err := writeMerged(ctx, in, o, key, layout, progress)
+	res.NotPassed = notPassed
+	return res, err
+}
+
+// writeMerged writes output o of a merge plan by the copy path when its inputs allow it, else
+// (or when the copy path cannot write it after all) by the rewrite.
+func writeMerged(ctx context.Context, in Inputs, o plan.Output, key string, layout *parquetio.Layout, progress func(rows int64)) (OutputResult, error) {
 	if order, ok := copyOrder(in.Plan, o); ok && CopyPages {
 		res, err := writeCopy(ctx, in, order, false, key, layout, progress)
 		if !errors.Is(err, parquetio.ErrNotCopyable) {
@@ -168,10 +193,15 @@ func rewriteOutput(ctx context.Context, in Inputs, o plan.Output, key string, la
 // reserveRewrite grows the reservation of output o, which the copy path could not write after
 // all, to what its rewrite needs (Inputs.Reserve).
 func (in Inputs) reserveRewrite(ctx context.Context, o plan.Output) error {
+	return in.reserve(ctx, RewriteMemory(in.Plan, o))
+}
+
+// reserve grows the output's reservation to n bytes (Inputs.Reserve), when there is one to grow.
+func (in Inputs) reserve(ctx context.Context, n int64) error {
 	if in.Reserve == nil {
 		return nil
 	}
-	return in.Reserve(ctx, RewriteMemory(in.Plan, o))
+	return in.Reserve(ctx, n)
 }
 
 // WriteRollup writes output chunk o of a concatenate plan (tiered compaction, Qbeast rollup) to

@@ -19,6 +19,10 @@ const (
 	// than timestamp_ns) of an assembled chunk, on its way to the store: after the digest of
 	// the pages taken from the inputs, as a fault of the copy path would.
 	CopyChangePage = "copy.change-page"
+	// PassChangeByte flips the lowest bit of the middle byte of a chunk the pass-through path
+	// copied, in the store, after the copy and before either was read back: as a store that
+	// damaged the copy would.
+	PassChangeByte = "pass.change-byte"
 )
 
 // Points at which the merge moves a key range's bound by one row in one input chunk, before any

@@ -111,14 +111,16 @@ type Recorder interface {
 	ChunksWritten(path string, chunks int, arrowBytes int64)
 }
 
-// Paths by which an output chunk is written (docs/design.md#the-copy-path).
+// Paths by which an output chunk is written (docs/design.md#the-copy-path,
+// docs/design.md#the-pass-through-path).
 const (
-	PathRewrite = "rewrite"
-	PathCopy    = "copy"
+	PathRewrite     = "rewrite"
+	PathCopy        = "copy"
+	PathPassThrough = "pass-through"
 )
 
 // WritePaths are the values of the path label.
-var WritePaths = []string{PathRewrite, PathCopy}
+var WritePaths = []string{PathRewrite, PathCopy, PathPassThrough}
 
 // Nop is the Recorder of a worker without metrics: every method does nothing.
 type Nop struct{}
