@@ -16,8 +16,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/activities"
+	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/ingest"
+	"github.com/storeopt/storeopt/metrics"
 )
 
 // TestVerificationCatchesCorruptOutput injects a dropped row, a changed value and an altered
@@ -38,7 +40,7 @@ func TestVerificationCatchesCorruptOutput(t *testing.T) {
 		t.Run(tc.point, func(t *testing.T) {
 			a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: 300,
 				Overlap: 0.2, UnsortedFraction: 0.2}})
-			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10, false)
+			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10, metrics.PathRewrite)
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q does not say %q", err, tc.want)
 			}
@@ -64,12 +66,35 @@ func TestVerificationCatchesCorruptCopies(t *testing.T) {
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: 300}})
-			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10, true)
+			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10, metrics.PathCopy)
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q does not say %q", err, tc.want)
 			}
 			if tc.point == faults.CopyChangePage && len(faults.ActedOn(tc.point)) != 1 {
 				t.Fatalf("fault %s acted on columns %v, want one", tc.point, faults.ActedOn(tc.point))
+			}
+		})
+	}
+}
+
+// TestVerificationCatchesCorruptPassThrough is TestVerificationCatchesCorruptOutput for outputs
+// the pass-through path keeps (a topic recorded in order with a page index, chunks of about the
+// size limit): a bit of the store's copy of a chunk flipped after the copy, and an altered
+// footer entry, are refused.
+func TestVerificationCatchesCorruptPassThrough(t *testing.T) {
+	for _, tc := range []struct{ point, want string }{
+		{faults.PassChangeByte, "differs from the rows decoded from the stored chunk"},
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 6, RowsPerChunk: 300,
+				PageIndex: true, RowGroupRows: 100}})
+			chunks, err := a.Catalog.Chunks(context.Background(), ts[0].TopicID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = refusedCommit(t, a, ts[0], tc.point+"=on*1", passThroughLimit(chunks), metrics.PathPassThrough)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not say %q", err, tc.want)
 			}
 		})
 	}
@@ -122,7 +147,7 @@ func TestVerificationCatchesBoundaryFaults(t *testing.T) {
 			for point := range tc.want {
 				spec = append(spec, point+"=on*1")
 			}
-			err = refusedCommit(t, a, ts[0], strings.Join(spec, ";"), 8<<10, false)
+			err = refusedCommit(t, a, ts[0], strings.Join(spec, ";"), 8<<10, metrics.PathRewrite)
 			acted := map[string]bool{}
 			for point, want := range tc.want {
 				on := faults.ActedOn(point)
@@ -151,30 +176,35 @@ func TestVerificationCatchesBoundaryFaults(t *testing.T) {
 // as it was. The case fails if the fault did not act.
 func TestVerificationCatchesAnInputLeftOutOfThePlan(t *testing.T) {
 	const rows = 300
-	for _, copied := range []bool{false, true} {
-		t.Run(fmt.Sprint("copied=", copied), func(t *testing.T) {
+	for _, path := range metrics.WritePaths {
+		t.Run(path, func(t *testing.T) {
 			spec := ingest.TopicSpec{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: rows}
-			if !copied {
+			switch path {
+			case metrics.PathRewrite:
 				spec.Overlap, spec.UnsortedFraction = 0.3, 0.2
+			case metrics.PathPassThrough:
+				spec.PageIndex, spec.RowGroupRows = true, 100
 			}
-			testInputLeftOut(t, spec, copied)
+			testInputLeftOut(t, spec, path)
 		})
 	}
 }
 
-// testInputLeftOut is TestVerificationCatchesAnInputLeftOutOfThePlan for a topic of spec.
-func testInputLeftOut(t *testing.T, spec ingest.TopicSpec, copied bool) {
+// testInputLeftOut is TestVerificationCatchesAnInputLeftOutOfThePlan for a topic of spec whose
+// outputs all take path.
+func testInputLeftOut(t *testing.T, spec ingest.TopicSpec, path string) {
 	rows := int64(spec.RowsPerChunk)
 	a, ts := setup(t, 0, []ingest.TopicSpec{spec})
 	chunks, err := a.Catalog.Chunks(context.Background(), ts[0].TopicID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	maxChunk := int64(8 << 10) // outputs cut inside inputs
-	if copied {
-		maxChunk = 64 << 10 // outputs of whole inputs
-	}
-	err = refusedCommit(t, a, ts[0], faults.PlanDropInput+"=on*1", maxChunk, copied)
+	maxChunk := map[string]int64{
+		metrics.PathRewrite:     8 << 10,                   // outputs cut inside inputs
+		metrics.PathCopy:        64 << 10,                  // outputs of whole inputs
+		metrics.PathPassThrough: passThroughLimit(chunks), // outputs of one input each
+	}[path]
+	err = refusedCommit(t, a, ts[0], faults.PlanDropInput+"=on*1", maxChunk, path)
 	on := faults.ActedOn(faults.PlanDropInput)
 	if len(on) != 1 {
 		t.Fatalf("fault %s acted on chunks %v, want exactly one", faults.PlanDropInput, on)
@@ -191,11 +221,22 @@ func testInputLeftOut(t *testing.T, spec ingest.TopicSpec, copied bool) {
 	}
 }
 
+// passThroughLimit is the output size limit at which each of chunks, recorded with a page index,
+// of about one size, is an output of its own that passes through: the largest chunk.
+func passThroughLimit(chunks []catalog.Chunk) int64 {
+	var largest int64
+	for _, c := range chunks {
+		largest = max(largest, c.SizeBytes)
+	}
+	return largest
+}
+
 // refusedCommit optimizes the topic with the faults spec (STOREOPT_FAULTS) and output chunks of
 // maxChunk bytes, checks that the run is refused with a non-retryable verification error naming
-// the topic, that every output was written by the copy path (copied) or none, that the topic is
-// exactly as it was and that Release deletes the run's output, and returns the error.
-func refusedCommit(t *testing.T, a *activities.Activities, topic ingest.IngestedTopic, spec string, maxChunk int64, copied bool) error {
+// the topic, that every output was written by path (metrics.PathRewrite, PathCopy or
+// PathPassThrough), that the topic is exactly as it was and that Release deletes the run's
+// output, and returns the error.
+func refusedCommit(t *testing.T, a *activities.Activities, topic ingest.IngestedTopic, spec string, maxChunk int64, path string) error {
 	t.Helper()
 	id := topic.TopicID
 	before, err := a.Catalog.Topic(context.Background(), id)
@@ -212,9 +253,11 @@ func refusedCommit(t *testing.T, a *activities.Activities, topic ingest.Ingested
 	faults.Triggered("")
 	t.Setenv(faults.EnvVar, spec)
 	ctx := activities.WithRun(context.Background(), "test-owner", "run-faulty")
-	refused, written, copies := writeAndCommit(ctx, a, id, maxChunk)
-	if (copies == written) != copied || written == 0 {
-		t.Fatalf("%d of %d output chunks copied, want all: %v", copies, written, copied)
+	refused, w := writeAndCommit(ctx, a, id, maxChunk)
+	byPath := map[string]int{metrics.PathRewrite: w.WrittenChunks - w.CopiedChunks - w.PassedChunks,
+		metrics.PathCopy: w.CopiedChunks, metrics.PathPassThrough: w.PassedChunks}
+	if byPath[path] != w.WrittenChunks || w.WrittenChunks == 0 {
+		t.Fatalf("output chunks written by path: %v, want all %d by %s", byPath, w.WrittenChunks, path)
 	}
 	var appErr *temporal.ApplicationError
 	if !errors.As(refused, &appErr) || appErr.Type() != activities.ErrTypeVerification || appErr.NonRetryable() == false {
@@ -243,15 +286,15 @@ func refusedCommit(t *testing.T, a *activities.Activities, topic ingest.Ingested
 }
 
 // writeAndCommit runs Lease, ReadSort (output chunks of maxChunk bytes), every WriteChunks group
-// and Commit, stopping at the first error; it returns that error and how many output chunks the
-// WriteChunks calls wrote, and by the copy path.
-func writeAndCommit(ctx context.Context, a *activities.Activities, id, maxChunk int64) (err error, written, copied int) {
+// and Commit, stopping at the first error; it returns that error and the WriteChunks results'
+// chunk counts added up.
+func writeAndCommit(ctx context.Context, a *activities.Activities, id, maxChunk int64) (err error, w activities.WriteChunksResult) {
 	if _, err := a.Lease(ctx, activities.LeaseInput{TopicID: id}); err != nil {
-		return err, 0, 0
+		return err, w
 	}
 	rs, err := a.ReadSort(ctx, activities.ReadSortInput{TopicID: id, MaxChunkSizeBytes: maxChunk})
 	if err != nil {
-		return err, 0, 0
+		return err, w
 	}
 	var g errgroup.Group
 	var mu sync.Mutex
@@ -259,14 +302,16 @@ func writeAndCommit(ctx context.Context, a *activities.Activities, id, maxChunk 
 		g.Go(func() error {
 			res, err := a.WriteChunks(ctx, activities.WriteChunksInput{TopicID: id, Group: group})
 			mu.Lock()
-			written, copied = written+res.WrittenChunks, copied+res.CopiedChunks
+			w.WrittenChunks += res.WrittenChunks
+			w.CopiedChunks += res.CopiedChunks
+			w.PassedChunks += res.PassedChunks
 			mu.Unlock()
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err, written, copied
+		return err, w
 	}
 	_, err = a.Commit(ctx, activities.CommitInput{TopicID: id})
-	return err, written, copied
+	return err, w
 }
