@@ -30,11 +30,27 @@ var batchFaultScenarios = []faultScenario{
 	{point: faults.CommitAfterTx, action: actionKill, batch: true},
 	{point: faults.WriteChunksBeforeWrite, action: actionFail, batch: true},
 	{point: faults.BatchTopicStart, action: actionFail, batch: true},
+	{point: faults.WriteChunksAfterWrite, action: actionKill, batch: true, path: metrics.PathPassThrough},
 }
 
 // batchMaxChunk is the output chunk size limit of the batch scenarios: their topics are tiny
 // (each at most this and workflows.DefaultBatchTopicBytes), so one batch optimizes them all.
 const batchMaxChunk = 256 << 10
+
+// tinyTopics are three tiny IMU topics whose outputs take path (metrics.PathPassThrough: one
+// chunk each, recorded with a page index, which its topic's one output keeps; else four
+// overlapping chunks each, rewritten).
+func tinyTopics(path string) []ingest.TopicSpec {
+	var out []ingest.TopicSpec
+	for k := range 3 {
+		spec := ingest.TopicSpec{Path: fmt.Sprintf("tiny/%d", k), Kind: ingest.IMU, Chunks: 4, RowsPerChunk: 30}
+		if path == metrics.PathPassThrough {
+			spec.Chunks, spec.RowsPerChunk, spec.PageIndex, spec.RowGroupRows = 1, 120, true, 40
+		}
+		out = append(out, spec)
+	}
+	return out
+}
 
 // runBatchFaultScenario runs one batch of three tiny topics with the fault and checks:
 //   - kill: every topic optimized and verified by the batch (retried after the worker died,
@@ -50,11 +66,7 @@ const batchMaxChunk = 256 << 10
 //     third still queued), and the next run optimizes them.
 func runBatchFaultScenario(t *testing.T, e *env, i int, sc faultScenario) string {
 	ctx := context.Background()
-	opts := ingest.Options{Sequence: fmt.Sprintf("fault_%02d", i), Seed: int64(i + 1)}
-	for k := range 3 {
-		opts.Topics = append(opts.Topics, ingest.TopicSpec{Path: fmt.Sprintf("tiny/%d", k), Kind: ingest.IMU,
-			Chunks: 4, RowsPerChunk: 30})
-	}
+	opts := ingest.Options{Sequence: fmt.Sprintf("fault_%02d", i), Seed: int64(i + 1), Topics: tinyTopics(sc.path)}
 	ingested, err := ingest.Ingest(ctx, e.cat, e.b, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +118,9 @@ func runBatchFaultScenario(t *testing.T, e *env, i int, sc faultScenario) string
 	for _, s := range before {
 		e.checkOptimized(t, s, batchMaxChunk)
 		checkPrefixChunks(t, e, s.topic)
+		if kept := chunksKept(t, e, s); kept != (sc.path == metrics.PathPassThrough) {
+			t.Errorf("topic %s: outputs are their input chunks' bytes: %v, want %v", s.locator, kept, sc.path == metrics.PathPassThrough)
+		}
 	}
 	e.queueEmpty(t)
 	e.checkStoreAfterRun(t, stored, ids)
@@ -223,11 +238,7 @@ func batchAttempts(t *testing.T, e *env, id string) []int32 {
 // them), none given back or retried in a topic workflow.
 func TestMetricsOfAFailedBatch(t *testing.T) {
 	e := newEnv(t)
-	opts := ingest.Options{Sequence: "failed_batch", Seed: 5}
-	for k := range 3 {
-		opts.Topics = append(opts.Topics, ingest.TopicSpec{Path: fmt.Sprintf("tiny/%d", k), Kind: ingest.IMU,
-			Chunks: 4, RowsPerChunk: 30})
-	}
+	opts := ingest.Options{Sequence: "failed_batch", Seed: 5, Topics: tinyTopics("")}
 	if _, err := ingest.Ingest(context.Background(), e.cat, e.b, opts); err != nil {
 		t.Fatal(err)
 	}

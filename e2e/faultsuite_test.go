@@ -18,6 +18,7 @@ import (
 	"github.com/storeopt/storeopt/app"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/ingest"
+	"github.com/storeopt/storeopt/metrics"
 	"github.com/storeopt/storeopt/internal/testenv"
 	"github.com/storeopt/storeopt/workflows"
 )
@@ -46,21 +47,21 @@ type faultScenario struct {
 	policy        string
 	// batch: the fault acts in a batch of tiny topics (runBatchFaultScenario).
 	batch bool
-	// copied: the topic is recorded in order, so its outputs take the copy path.
-	copied bool
+	// path is the path the topic's outputs take, by how it is recorded: "" the rewrite (chunks
+	// that overlap), metrics.PathCopy (recorded in order), metrics.PathPassThrough (recorded in
+	// order with a page index, chunks of about the size limit).
+	path string
 }
 
 func (s faultScenario) name() string {
+	suffix := map[string]string{metrics.PathCopy: "/copied", metrics.PathPassThrough: "/passed"}[s.path]
 	if s.batch {
-		return "batch-" + s.action + "@" + s.point
+		return "batch-" + s.action + "@" + s.point + suffix
 	}
 	if s.policy != "" {
 		return s.action + "@" + s.point + "/" + s.policy
 	}
-	if s.copied {
-		return s.action + "@" + s.point + "/copied"
-	}
-	return s.action + "@" + s.point
+	return s.action + "@" + s.point + suffix
 }
 
 // spec is the scenario's STOREOPT_FAULTS.
@@ -110,7 +111,8 @@ func faultScenarios(short bool) []faultScenario {
 			{point: faults.ReadSortStart, action: actionKill},
 			{point: faults.WriteChunksAfterWrite, action: actionHang},
 			{point: faults.WriteChunksAfterWrite, action: actionKill, policy: "tiered"},
-			{point: faults.WriteChunksAfterWrite, action: actionKill, copied: true},
+			{point: faults.WriteChunksAfterWrite, action: actionKill, path: metrics.PathCopy},
+			{point: faults.WriteChunksAfterWrite, action: actionKill, path: metrics.PathPassThrough},
 			{point: faults.WriteChunksBeforeWrite, action: actionFail, batch: true},
 			{point: faults.BatchTopicStart, action: actionFail, batch: true},
 		}
@@ -127,12 +129,16 @@ func faultScenarios(short bool) []faultScenario {
 			out = append(out, faultScenario{point: p, action: actionKill, policy: pol})
 		}
 	}
-	// The copy path: a worker killed around an output it assembles, a retried and a hung write.
-	for _, p := range []string{faults.WriteChunksBeforeWrite, faults.WriteChunksAfterWrite, faults.WriteChunksAfterStage} {
-		out = append(out, faultScenario{point: p, action: actionKill, copied: true})
+	// The copy and pass-through paths: a worker killed around an output it assembles or keeps, a
+	// retried and a hung write; the store's copy of a kept chunk failing.
+	for _, path := range []string{metrics.PathCopy, metrics.PathPassThrough} {
+		for _, p := range []string{faults.WriteChunksBeforeWrite, faults.WriteChunksAfterWrite, faults.WriteChunksAfterStage} {
+			out = append(out, faultScenario{point: p, action: actionKill, path: path})
+		}
+		out = append(out, faultScenario{point: faults.WriteChunksAfterWrite, action: actionFail, path: path},
+			faultScenario{point: faults.WriteChunksBeforeWrite, action: actionHang, path: path})
 	}
-	out = append(out, faultScenario{point: faults.WriteChunksAfterWrite, action: actionFail, copied: true},
-		faultScenario{point: faults.WriteChunksBeforeWrite, action: actionHang, copied: true})
+	out = append(out, faultScenario{point: faults.StoreWrite, action: actionFail, path: metrics.PathPassThrough})
 	return append(out, batchFaultScenarios...)
 }
 
@@ -219,10 +225,16 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 	// of Release get a second IMU topic whose last chunk has a corrupt data page: it fails in
 	// WriteChunks after other groups have written output, which Release must delete.
 	imu := opts.Topics[0]
-	if sc.copied {
-		// Chunks of a third of an output, so that outputs join several inputs.
+	if sc.path != "" {
 		imu.Overlap, imu.UnsortedFraction, imu.EqualTimestamps, imu.NullTimestamps = 0, 0, false, 0
+	}
+	switch sc.path {
+	case metrics.PathCopy:
+		// Chunks of a third of an output, so that outputs join several inputs.
 		imu.Chunks, imu.RowsPerChunk = 20, 100
+	case metrics.PathPassThrough:
+		// Chunks of most of an output each, with a page index.
+		imu.Chunks, imu.RowsPerChunk, imu.PageIndex, imu.RowGroupRows = 8, 200, true, 50
 	}
 	opts.Topics = []ingest.TopicSpec{imu}
 	if sc.needsFailingTopic() {
@@ -258,8 +270,11 @@ func runFaultScenario(t *testing.T, srv *testenv.DevServer, i int, sc faultScena
 		t.Errorf("run result %+v, want 1 optimized and %d failed", res, wantFailed)
 	}
 	e.checkOptimized(t, good, suiteMaxChunk)
-	if got := pagesCopied(t, e, good.id, imu.RowsPerChunk); got != sc.copied {
-		t.Errorf("outputs copied from their inputs' pages: %v, want %v", got, sc.copied)
+	if got := pagesCopied(t, e, good.id, imu.RowsPerChunk); got != (sc.path == metrics.PathCopy) {
+		t.Errorf("outputs copied from their inputs' pages: %v, want %v", got, sc.path == metrics.PathCopy)
+	}
+	if got := chunksKept(t, e, good); got != (sc.path == metrics.PathPassThrough) {
+		t.Errorf("outputs are their input chunks' bytes: %v, want %v", got, sc.path == metrics.PathPassThrough)
 	}
 	checkPrefixChunks(t, e, good.topic)
 	e.queueEmpty(t)
@@ -453,6 +468,31 @@ func runPolicyFaultScenario(t *testing.T, e *env, i int, sc faultScenario) strin
 // pagesCopied says whether the first output chunk of topic id holds its inputs' pages (the copy
 // path): the second page of its last column starts at the inputs' rowsPerChunk rows, where a
 // rewrite's pages hold parquetio.DataPageRows rows.
+// chunksKept reports whether every chunk of the optimized topic (snapshotted before as before)
+// holds the bytes of one of its chunks before: every output passed through.
+func chunksKept(t *testing.T, e *env, before snapshot) bool {
+	t.Helper()
+	ctx := context.Background()
+	originals := map[string]bool{}
+	for _, k := range before.keys {
+		data, err := e.b.ReadAll(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		originals[string(data)] = true
+	}
+	for _, c := range chunksOf(t, e, before.id) {
+		data, err := e.b.ReadAll(ctx, c.ObjectKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !originals[string(data)] {
+			return false
+		}
+	}
+	return true
+}
+
 func pagesCopied(t *testing.T, e *env, id int64, rowsPerChunk int) bool {
 	t.Helper()
 	chunks := chunksOf(t, e, id)
