@@ -201,6 +201,10 @@ func TestPathsOf(t *testing.T) {
 			outputs(100, 200), pathBytes{CopyChunks: 2, CopyArrowBytes: 300}, pathCopy, ""},
 		{"groups of both paths", []activities.WriteChunksResult{{Chunks: 2, CopiedChunks: 1, CopiedArrowBytes: 200}, {Chunks: 1}},
 			outputs(100, 200, 50), pathBytes{RewriteChunks: 2, RewriteArrowBytes: 150, CopyChunks: 1, CopyArrowBytes: 200}, pathMixed, ""},
+		{"all kept", []activities.WriteChunksResult{{Chunks: 2, PassedChunks: 2, PassedArrowBytes: 300}},
+			outputs(100, 200), pathBytes{PassChunks: 2, PassArrowBytes: 300}, pathPass, ""},
+		{"kept and copied", []activities.WriteChunksResult{{Chunks: 2, PassedChunks: 1, PassedArrowBytes: 200, CopiedChunks: 1, CopiedArrowBytes: 100}},
+			outputs(100, 200), pathBytes{PassChunks: 1, PassArrowBytes: 200, CopyChunks: 1, CopyArrowBytes: 100}, pathMixed, ""},
 		{"no output", nil, nil, pathBytes{}, "", ""},
 		{"a chunk not written by these calls", []activities.WriteChunksResult{{Chunks: 1}}, outputs(100, 200), pathBytes{}, "",
 			"WriteChunks wrote 1 output chunks, the catalog lists 2"},
@@ -244,18 +248,18 @@ func TestTableShowsPaths(t *testing.T) {
 	printTable(&buf, pathReports(), nil, 0)
 	lines := strings.Split(buf.String(), "\n")
 	header := strings.Join(strings.Fields(lines[0]), " ")
-	if !strings.Contains(header, "cpu s rewrite GB copy GB path cpu s/GB peak RSS MiB") {
+	if !strings.Contains(header, "cpu s rewrite GB copy GB pass GB path cpu s/GB peak RSS MiB") {
 		t.Fatalf("header %q has no path columns before cpu s/GB", header)
 	}
-	// Columns: job shape input MB output MB rows seconds cpu s | rewrite GB copy GB path cpu s/GB | ...
+	// Columns: job shape input MB output MB rows seconds cpu s | rewrite GB copy GB pass GB path cpu s/GB | ...
 	read, storeopt := strings.Fields(lines[1]), strings.Fields(lines[2])
-	if got := strings.Join(read[7:10], " "); got != "- - -" {
+	if got := strings.Join(read[7:11], " "); got != "- - - -" {
 		t.Errorf("read row: path cells %q, want dashes (%q)", got, lines[1])
 	}
-	if got := strings.Join(storeopt[7:11], " "); got != "1.500 0.500 mixed 7.50" {
-		t.Errorf("storeopt row: path cells and cpu s/GB %q, want 1.500 0.500 mixed 7.50 (%q)", got, lines[2])
+	if got := strings.Join(storeopt[7:12], " "); got != "1.500 0.500 0.000 mixed 7.50" {
+		t.Errorf("storeopt row: path cells and cpu s/GB %q, want 1.500 0.500 0.000 mixed 7.50 (%q)", got, lines[2])
 	}
-	want := "storeopt imu: output by path: rewrite 3 chunks (1500.0 MB Arrow), copy 1 chunk (500.0 MB); cpu s/GB is that of both paths together"
+	want := "storeopt imu: output by path: rewrite 3 chunks (1500.0 MB Arrow), copy 1 chunk (500.0 MB), pass-through 0 chunks (0.0 MB); cpu s/GB is that of the paths together"
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("table notes lack %q:\n%s", want, buf.String())
 	}
@@ -282,7 +286,8 @@ func TestJSONCarriesPaths(t *testing.T) {
 	if _, ok := read["path"]; ok {
 		t.Errorf("read job has a path: %v", read["path"])
 	}
-	wantPaths := map[string]any{"rewrite_chunks": 3.0, "rewrite_arrow_bytes": 1.5e9, "copy_chunks": 1.0, "copy_arrow_bytes": 5e8}
+	wantPaths := map[string]any{"rewrite_chunks": 3.0, "rewrite_arrow_bytes": 1.5e9, "copy_chunks": 1.0, "copy_arrow_bytes": 5e8,
+		"pass_chunks": 0.0, "pass_arrow_bytes": 0.0}
 	if fmt.Sprint(storeopt["paths"]) != fmt.Sprint(wantPaths) || storeopt["path"] != pathMixed || storeopt["cpu_seconds_per_arrow_gb"] != 7.5 {
 		t.Errorf("storeopt job: paths %v, path %v, cpu_seconds_per_arrow_gb %v", storeopt["paths"], storeopt["path"], storeopt["cpu_seconds_per_arrow_gb"])
 	}

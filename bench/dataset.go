@@ -52,6 +52,8 @@ type datasetParams struct {
 	HugeBytes        int     `json:"huge_bytes,omitempty"`
 	Overlap          float64 `json:"overlap"`
 	Unsorted         float64 `json:"unsorted"`
+	PageIndex        bool    `json:"page_index,omitempty"`
+	RowGroupRows     int     `json:"row_group_rows,omitempty"`
 	Seed             int64   `json:"seed"`
 }
 
@@ -68,7 +70,7 @@ func approxRowBytes(shape string, payload int) int64 {
 // paramsFor returns the dataset params of shape under cfg.
 func paramsFor(cfg config, shape string) datasetParams {
 	p := datasetParams{Format: datasetFormat, Shape: shape, TargetArrowBytes: cfg.size, Chunks: cfg.chunks,
-		Overlap: cfg.overlap, Unsorted: cfg.unsorted, Seed: cfg.seed}
+		Overlap: cfg.overlap, Unsorted: cfg.unsorted, PageIndex: cfg.pageIndex, RowGroupRows: cfg.rowGroupRows, Seed: cfg.seed}
 	if shape == shapeImage {
 		p.PayloadBytes = cfg.payload
 	}
@@ -96,7 +98,7 @@ func (p datasetParams) name() string {
 
 func (p datasetParams) topicSpec() ingest.TopicSpec {
 	spec := ingest.TopicSpec{Path: "sensors/imu", Kind: ingest.IMU, Chunks: p.Chunks, RowsPerChunk: p.RowsPerChunk,
-		Overlap: p.Overlap, UnsortedFraction: p.Unsorted}
+		Overlap: p.Overlap, UnsortedFraction: p.Unsorted, PageIndex: p.PageIndex, RowGroupRows: p.RowGroupRows}
 	if p.Shape == shapeImage {
 		spec.Path, spec.Kind, spec.PayloadBytes = "camera/front", ingest.Camera, p.PayloadBytes
 	}

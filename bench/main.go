@@ -40,6 +40,8 @@ type config struct {
 	chunks           int   // 0 = the shape's default
 	overlap          float64
 	unsorted         float64
+	pageIndex        bool
+	rowGroupRows     int
 	payload          int
 	hugeEvery        int
 	hugeRows         int
@@ -77,6 +79,8 @@ func main() {
 	flag.IntVar(&cfg.chunks, "chunks", 0, "number of input chunks (0 = 2000 for imu, 300 for image, 200 for skew)")
 	flag.Float64Var(&cfg.overlap, "overlap", 0.05, "fraction (0..1) of each chunk's time span overlapping the previous chunk")
 	flag.Float64Var(&cfg.unsorted, "unsorted", 0, "fraction (0..1) of chunks whose rows are slightly out of order")
+	flag.BoolVar(&cfg.pageIndex, "page-index", false, "record the chunks with a page index, as a recorder that serves window reads does (with -overlap 0 and chunks of more than half -max-chunk-size, each output passes through)")
+	flag.IntVar(&cfg.rowGroupRows, "row-group-rows", 0, "record the chunks in row groups of at most this many rows (0: one row group per chunk)")
 	flag.IntVar(&cfg.payload, "payload", 50_000, "binary payload of each image row, bytes (10–100 KB is typical)")
 	flag.Int64Var(&cfg.seed, "seed", 1, "seed of the simulated data")
 	flag.StringVar(&cfg.dataDir, "data", filepath.Join(os.TempDir(), "storeopt-bench"), "directory of generated datasets (reused across invocations)")

@@ -95,10 +95,10 @@ func boolCell(b *bool) string {
 // pathCost says whose cost a job's cpu s/GB is, given the path its bytes took.
 func pathCost(path string) string {
 	switch path {
-	case pathRewrite, pathCopy:
+	case pathRewrite, pathCopy, pathPass:
 		return "the " + path + " path's"
 	case pathMixed:
-		return "that of both paths together"
+		return "that of the paths together"
 	default:
 		return "that of no output"
 	}
@@ -114,7 +114,7 @@ func ratioCell(x *float64) string {
 // printTable prints the job table (medians), the problems found and the ratios per dataset.
 func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "job\tshape\tinput MB\toutput MB\trows\tseconds\tcpu s\trewrite GB\tcopy GB\tpath\tcpu s/GB\tpeak RSS MiB\tout chunks\tsorted\tmetadata\t")
+	fmt.Fprintln(tw, "job\tshape\tinput MB\toutput MB\trows\tseconds\tcpu s\trewrite GB\tcopy GB\tpass GB\tpath\tcpu s/GB\tpeak RSS MiB\tout chunks\tsorted\tmetadata\t")
 	for _, r := range reports {
 		rows := fmt.Sprint(r.Rows)
 		if !r.RowsMatch {
@@ -124,13 +124,14 @@ func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int
 		if r.Job != jobRead {
 			outMB, outChunks = fmt.Sprintf("%.1f", float64(r.OutputBytes)/1e6), fmt.Sprint(r.OutputChunks)
 		}
-		rewriteGB, copyGB, path := "-", "-", "-"
+		rewriteGB, copyGB, passGB, path := "-", "-", "-", "-"
 		if p := r.Paths; p != nil {
-			rewriteGB, copyGB = fmt.Sprintf("%.3f", float64(p.RewriteArrowBytes)/1e9), fmt.Sprintf("%.3f", float64(p.CopyArrowBytes)/1e9)
+			gb := func(n int64) string { return fmt.Sprintf("%.3f", float64(n)/1e9) }
+			rewriteGB, copyGB, passGB = gb(p.RewriteArrowBytes), gb(p.CopyArrowBytes), gb(p.PassArrowBytes)
 			path = firstNonEmpty(r.Path, "-")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Job, r.Shape,
-			float64(r.InputBytes)/1e6, outMB, rows, r.Seconds, r.CPUSeconds, rewriteGB, copyGB, path,
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Job, r.Shape,
+			float64(r.InputBytes)/1e6, outMB, rows, r.Seconds, r.CPUSeconds, rewriteGB, copyGB, passGB, path,
 			ratioCell(r.CPUSecondsPerArrowGB), float64(r.PeakRSSBytes)/(1<<20), outChunks, boolCell(r.Sorted), boolCell(r.MetadataPreserved))
 	}
 	tw.Flush()
