@@ -4,7 +4,8 @@
 # the second restores the snapshots; both run the read and storeopt jobs and check every output
 # (rows, global order, metadata), so a bench that no longer builds, generates or restores fails
 # here rather than in the hands of the next person measuring; then the storeopt job on a tiny
-# IMU dataset of disjoint chunks (-overlap 0), whose output must all take the copy path; then
+# IMU dataset of disjoint chunks (-overlap 0), whose output must all take the copy path, and on
+# one of chunks recorded with a page index, whose output must all pass through; then
 # the readers bench on the first datasets (topicread only: no DuckDB here), whose window reads
 # compare their row counts. Also the bench's unit tests. Built
 # without DuckDB (tag noduckdb: no cgo link of a 100 MB library); about 30 s. Needs PostgreSQL at
@@ -39,6 +40,20 @@ log "bench smoke (copy path, -overlap 0)"
 grep -q "storeopt imu: output by path: .*; cpu s/GB is the copy path's" "$data/out" || {
   cat "$data/out" >&2
   die "bench smoke (copy path): the output of disjoint sorted chunks did not all take the copy path"
+}
+cat "$data/out" >&2
+
+# Disjoint, sorted chunks recorded with a page index, each more than half an output: what the
+# pass-through path keeps, every output byte of it.
+log "bench smoke (pass-through path, -page-index)"
+"$data/bench" -shape imu -size 4000000 -chunks 4 -overlap 0 -page-index -row-group-rows 4096 -max-chunk-size 1200000 \
+  -runs 1 -jobs storeopt -data "$data/sets" >"$data/out" 2>"$data/err" || {
+  cat "$data/err" >&2
+  die "bench smoke (pass-through path) failed"
+}
+grep -q "storeopt imu: output by path: .*; cpu s/GB is the pass-through path's" "$data/out" || {
+  cat "$data/out" >&2
+  die "bench smoke (pass-through path): the output of such chunks did not all take the pass-through path"
 }
 cat "$data/out" >&2
 
