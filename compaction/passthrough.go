@@ -46,9 +46,17 @@ func passThrough(ctx context.Context, in Inputs, o plan.Output, key string, layo
 	}
 	i := o.Inputs[0]
 	pi := in.Plan.Inputs[i]
+	// Each step reads or copies the whole chunk: progress (no row written yet) after each, so
+	// that the activity heartbeats between them.
+	step := func() {
+		if progress != nil {
+			progress(0)
+		}
+	}
 	if err := in.keepable(ctx, i, layout); err != nil {
 		return res, err
 	}
+	step()
 	if err := store.Copy(ctx, in.Bucket, key, pi.ObjectKey); err != nil {
 		if errors.Is(err, store.ErrNotExist) {
 			return res, &ChunkError{Key: pi.ObjectKey, Err: errors.New("object is missing from the store")}
@@ -60,14 +68,17 @@ func passThrough(ctx context.Context, in Inputs, o plan.Output, key string, layo
 			return res, err
 		}
 	}
+	step()
 	read, _, err := store.Checksum(ctx, in.Bucket, pi.ObjectKey)
 	if err != nil {
 		return res, err
 	}
+	step()
 	written, size, err := store.Checksum(ctx, in.Bucket, key)
 	if err != nil {
 		return res, fmt.Errorf("read back written chunk %s: %w", key, err)
 	}
+	step()
 	res.SizeBytes = size
 	res.Read = verify.Digest{Rows: pi.Rows, Sum: read}
 	footer, blocks, footerBytes, err := readBack(ctx, in, key, layout.Footer, pi.Rows, func(c *openedChunk) error {
@@ -104,7 +115,7 @@ func (in Inputs) keepable(ctx context.Context, i int, layout *parquetio.Layout) 
 	}
 	indexed, err := c.PagesIndexed(parquetio.CopiedPageRows)
 	if err != nil {
-		return fmt.Errorf("chunk %s: page index: %w", in.Plan.Inputs[i].ObjectKey, err)
+		return err
 	}
 	if !indexed {
 		return &errNotPassed{why: fmt.Sprintf("its page index is missing or a page holds more than %d rows", parquetio.CopiedPageRows)}

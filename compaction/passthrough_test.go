@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
 
+	"github.com/storeopt/storeopt/parquetio"
 	"github.com/storeopt/storeopt/plan"
 	"github.com/storeopt/storeopt/store"
 	"github.com/storeopt/storeopt/verify"
@@ -30,6 +31,16 @@ func passThroughPlan(t *testing.T, tp *topic) *plan.Plan {
 		largest = max(largest, in.SizeBytes)
 	}
 	return tp.plan(t, largest)
+}
+
+// openTestChunk opens a chunk's bytes.
+func openTestChunk(t *testing.T, data []byte) *parquetio.Chunk {
+	t.Helper()
+	c, err := parquetio.Open(bytes.NewReader(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // Sorted chunks that follow each other in time, each with a page index and row groups within the
@@ -133,6 +144,31 @@ func TestWriteOutputPassThroughRefused(t *testing.T) {
 		res, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, o, store.ChunkKey(prefix+"P", 1), tp.layout(t), nil)
 		if err != nil || res.PassedThrough || !res.Copied || res.NotPassed == "" {
 			t.Fatalf("passed %v, copied %v, why %q, %v", res.PassedThrough, res.Copied, res.NotPassed, err)
+		}
+	})
+	t.Run("a page index that cannot be decoded", func(t *testing.T) {
+		tp := newTopicEach(t, [][]int64{{1, 2, 3, 4, 5, 6, 7, 8}, {9, 10, 11, 12, 13, 14, 15, 16}}, indexedProps)
+		p := passThroughPlan(t, tp)
+		key := tp.inputs[0].ObjectKey
+		data, err := tp.bucket.ReadAll(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := openTestChunk(t, data)
+		ix := c.PageIndex(0)
+		c.Close()
+		for i := ix.Offsets.Offset; i < ix.Offsets.End(); i++ {
+			data[i] = 0xff
+		}
+		if err := tp.bucket.WriteAll(ctx, key, data, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !p.Outputs[0].PassThrough {
+			t.Fatalf("not marked\n%s", p.Picture())
+		}
+		res, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"P", 0), tp.layout(t), nil)
+		if err != nil || res.PassedThrough || res.NotPassed == "" || res.Read != res.Written || res.Stats.RowCount != 8 {
+			t.Fatalf("passed %v, why %q, digests %s %s, rows %d, %v", res.PassedThrough, res.NotPassed, res.Read, res.Written, res.Stats.RowCount, err)
 		}
 	})
 	t.Run("the chunk gone", func(t *testing.T) {

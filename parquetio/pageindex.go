@@ -396,19 +396,23 @@ func readColumn(col *pqarrow.ColumnReader, n int64, mem memory.Allocator) (arrow
 // PagesIndexed reports whether every row group of the chunk has rows and a page index
 // (PageIndexOf) whose pages each hold at most maxRows rows: what a window read needs to fetch
 // only the pages of a window, as it does from a chunk storeopt wrote. A page index that cannot
-// be decoded counts as none (the chunk is still readable without it); an error is the store's.
-func (c *Chunk) PagesIndexed(maxRows int64) (bool, error) {
+// be read or decoded counts as none: the chunk is still readable without it, and whoever then
+// reads the chunk reports a store that fails. The error is a panic of storeopt's own code.
+func (c *Chunk) PagesIndexed(maxRows int64) (indexed bool, err error) {
+	defer func() { // after guard: a page index that cannot be decoded counts as none
+		if IsInputError(err) {
+			indexed, err = false, nil
+		}
+	}()
+	defer guard(&err, "read page index")
 	for rg := range c.NumRowGroups() {
 		pi := c.PageIndex(rg)
 		if c.RowGroupRows(rg) == 0 || pi.Timestamps == nil || pi.Timestamps.End() > c.size || pi.Offsets.End() > c.size {
 			return false, nil
 		}
 		ix, ok, err := c.pageIndexOf(rg)
-		if IsInputError(err) || !ok {
+		if err != nil || !ok {
 			return false, nil
-		}
-		if err != nil {
-			return false, err
 		}
 		for _, pages := range ix.offsets {
 			for i := range pages {
