@@ -66,7 +66,7 @@ func TestVerificationCatchesCorruptCopies(t *testing.T) {
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			a, ts := setup(t, 0, []ingest.TopicSpec{{Path: "imu", Kind: ingest.IMU, Chunks: 12, RowsPerChunk: 300}})
-			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 32<<10, metrics.PathCopy)
+			err := refusedCommit(t, a, ts[0], tc.point+"=on*1", 96<<10, metrics.PathCopy) // outputs of two chunks each
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q does not say %q", err, tc.want)
 			}
@@ -201,7 +201,7 @@ func testInputLeftOut(t *testing.T, spec ingest.TopicSpec, path string) {
 	}
 	maxChunk := map[string]int64{
 		metrics.PathRewrite:     8 << 10,                   // outputs cut inside inputs
-		metrics.PathCopy:        64 << 10,                  // outputs of whole inputs
+		metrics.PathCopy:        96 << 10,                  // outputs of two whole inputs each
 		metrics.PathPassThrough: passThroughLimit(chunks), // outputs of one input each
 	}[path]
 	err = refusedCommit(t, a, ts[0], faults.PlanDropInput+"=on*1", maxChunk, path)

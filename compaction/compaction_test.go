@@ -554,6 +554,7 @@ func TestWriteOutputFooterChanged(t *testing.T) {
 // A writer whose footer differs from the inputs' fails the output with a verification error
 // (the written footer is read back), and so does an output without rows.
 func TestWriteOutputChecksWrittenFooter(t *testing.T) {
+	withoutPassThrough(t) // a chunk kept is not written by a writer
 	ctx := context.Background()
 	tp := newTopic(t, [][]int64{{1, 2, 3}})
 	p := tp.plan(t, 1<<30)

@@ -32,7 +32,8 @@ func (e *errNotPassed) Error() string { return e.why }
 // passThrough writes output o of p, which the plan marks PassThrough, as a copy of its input chunk
 // made by the store (store.Copy: server-side on S3), once the chunk is found to be what the
 // pass-through path keeps: its footer the topic's verbatim (per-file pairs included), its rows as
-// planned and every page within parquetio.CopiedPageRows rows by its page index. It returns an
+// planned and no more of it fetched by a window read than of a chunk storeopt writes
+// (parquetio.Chunk.PagesWithin the copy path's page bounds). It returns an
 // *errNotPassed (nothing written) when the chunk is not. The copy is then read back like every
 // output: the input and the copy are each read whole from the store and hashed (store.Checksum:
 // the digests Read and Written, equal only when the copy holds the input's bytes), and the copy is
@@ -113,12 +114,13 @@ func (in Inputs) keepable(ctx context.Context, i int, layout *parquetio.Layout) 
 	if c.Footer.ID != layout.Footer.ID {
 		return &errNotPassed{why: "its footer's per-file pairs differ from the topic's, which an output repeats"}
 	}
-	indexed, err := c.PagesIndexed(parquetio.CopiedPageRows)
+	within, err := c.PagesWithin(parquetio.CopiedPageRows, parquetio.CopiedPageBytes)
 	if err != nil {
 		return err
 	}
-	if !indexed {
-		return &errNotPassed{why: fmt.Sprintf("its page index is missing or a page holds more than %d rows", parquetio.CopiedPageRows)}
+	if !within {
+		return &errNotPassed{why: fmt.Sprintf("a window read would fetch more than %d rows of it: a page index is missing "+
+			"or a page is larger", parquetio.CopiedPageRows)}
 	}
 	return nil
 }

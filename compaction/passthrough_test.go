@@ -33,6 +33,13 @@ func passThroughPlan(t *testing.T, tp *topic) *plan.Plan {
 	return tp.plan(t, largest)
 }
 
+// withoutPassThrough switches the pass-through path off for the test: for tests of what the
+// other paths write of an output that would pass through.
+func withoutPassThrough(t *testing.T) {
+	PassThroughChunks = false
+	t.Cleanup(func() { PassThroughChunks = true })
+}
+
 // openTestChunk opens a chunk's bytes.
 func openTestChunk(t *testing.T, data []byte) *parquetio.Chunk {
 	t.Helper()
@@ -84,9 +91,20 @@ func TestWriteOutputPassThrough(t *testing.T) {
 			t.Fatalf("output %d: taken %v, rows %d, footer %d bytes, %d blocks", o.Ordinal, res.Taken, res.Stats.RowCount, res.FooterBytes, len(res.Blocks))
 		}
 	}
+	// A recording without a page index whose row groups are each no larger than a page a window
+	// read fetches: kept too (a window read fetches such a row group whole).
+	small := newTopicEach(t, [][]int64{{1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11, 12}}, func(int) *parquet.WriterProperties {
+		return parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(4), parquet.WithStats(true))
+	})
+	sp := passThroughPlan(t, small)
+	for _, o := range sp.Outputs {
+		res, err := WriteOutput(ctx, Inputs{Bucket: small.bucket, Plan: sp}, o, store.ChunkKey(prefix+"S", o.Ordinal), small.layout(t), nil)
+		if err != nil || !res.PassedThrough {
+			t.Fatalf("small row groups without a page index, output %d: passed %v (%s), %v\n%s", o.Ordinal, res.PassedThrough, res.NotPassed, err, sp.Picture())
+		}
+	}
 	// Switched off, the same outputs take the copy path.
-	PassThroughChunks = false
-	defer func() { PassThroughChunks = true }()
+	withoutPassThrough(t)
 	res, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"Q", 0), tp.layout(t), nil)
 	if err != nil || res.PassedThrough || !res.Copied {
 		t.Fatalf("pass-through off: passed %v, copied %v, %v", res.PassedThrough, res.Copied, err)
@@ -114,6 +132,26 @@ func TestWriteOutputPassThroughRefused(t *testing.T) {
 			t.Fatalf("not marked\n%s", p.Picture())
 		}
 		// The copy path refuses such pages too: rewritten.
+		res, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"P", 0), tp.layout(t), nil)
+		if err != nil || res.PassedThrough || res.NotPassed == "" {
+			t.Fatalf("passed %v, why %q, %v", res.PassedThrough, res.NotPassed, err)
+		}
+	})
+	t.Run("a row group too large without a page index", func(t *testing.T) {
+		long := make([]int64, 20000)
+		for i := range long {
+			long[i] = int64(i)
+		}
+		tp := newTopicEach(t, [][]int64{long}, func(int) *parquet.WriterProperties {
+			return parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(len(long))), parquet.WithDictionaryDefault(false))
+		})
+		p := tp.plan(t, 1<<30)
+		p.RowGroupRows, p.RowGroupBytes = 1<<20, 1<<30 // the row group within the plan's bounds
+		if p.Outputs[0].PassThrough = p.PassThrough(p.Outputs[0]); p.Outputs[0].PassThrough {
+			t.Fatalf("marked, though a window read would fetch its 20000 rows\n%s", p.Picture())
+		}
+		// Marked by a plan that thought otherwise, the writer refuses it all the same.
+		p.Outputs[0].PassThrough = true
 		res, err := WriteOutput(ctx, Inputs{Bucket: tp.bucket, Plan: p}, p.Outputs[0], store.ChunkKey(prefix+"P", 0), tp.layout(t), nil)
 		if err != nil || res.PassedThrough || res.NotPassed == "" {
 			t.Fatalf("passed %v, why %q, %v", res.PassedThrough, res.NotPassed, err)

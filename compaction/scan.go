@@ -101,8 +101,10 @@ type Scan struct {
 	// (plan.Input.MaxRowGroupBytes), MaxRowGroupRows the largest of their rows.
 	MaxRowGroupBytes int64
 	MaxRowGroupRows  int64
-	// PageIndexed says every row group has a page index (parquetio.Chunk.HasPageIndex).
-	PageIndexed bool
+	// WindowReadable says a window read fetches no more of any row group than of a chunk
+	// storeopt writes, as far as the footer tells (parquetio.Chunk.WindowReadable with the
+	// copy path's page bounds).
+	WindowReadable bool
 	Nulls            int64  // rows with a null timestamp
 	MinTs            *int64 // nil when every timestamp is null
 	MaxTs            *int64
@@ -154,7 +156,7 @@ func ScanChunk(ctx context.Context, b *blob.Bucket, key string, input int, step 
 	}
 	defer ts.Release()
 	s := Scan{Footer: c.Footer, Rows: c.NumRows, FooterBytes: c.FooterBytes, WrittenByStoreopt: c.WrittenByStoreopt(),
-		Storage: c.PageStorage(), PageIndexed: c.HasPageIndex()}
+		Storage: c.PageStorage(), WindowReadable: c.WindowReadable(parquetio.CopiedPageRows, parquetio.CopiedPageBytes)}
 	s.Nulls = int64(ts.NullN())
 	if ts.Len() == 0 {
 		return s, nil
@@ -354,7 +356,7 @@ func MergeInputs(chunks []ChunkRef, scans []Scan) ([]plan.Input, [][]plan.Sample
 				SizeBytes: c.SizeBytes, ArrowBytes: c.ArrowBytes,
 				Sorted: r.Sorted, First: r.First, Last: r.Last, Ordinal: c.Ordinal,
 				RowGroups: r.RowGroups, FirstRow: r.FirstRow, MaxRowBytes: r.MaxRowBytes, Storage: s.Storage,
-				MaxRowGroupBytes: s.MaxRowGroupBytes, MaxRowGroupRows: s.MaxRowGroupRows, PageIndexed: s.PageIndexed}
+				MaxRowGroupBytes: s.MaxRowGroupBytes, MaxRowGroupRows: s.MaxRowGroupRows, WindowReadable: s.WindowReadable}
 			in.First.Input, in.Last.Input = pos, pos
 			if len(s.Runs) > 1 {
 				in.SizeBytes = data*r.Rows/max(s.Rows, 1) + s.FooterBytes

@@ -393,21 +393,29 @@ func readColumn(col *pqarrow.ColumnReader, n int64, mem memory.Allocator) (arrow
 	return array.Concatenate(chunked.Chunks(), mem)
 }
 
-// PagesIndexed reports whether every row group of the chunk has rows and a page index
-// (PageIndexOf) whose pages each hold at most maxRows rows: what a window read needs to fetch
-// only the pages of a window, as it does from a chunk storeopt wrote. A page index that cannot
-// be read or decoded counts as none: the chunk is still readable without it, and whoever then
-// reads the chunk reports a store that fails. The error is a panic of storeopt's own code.
-func (c *Chunk) PagesIndexed(maxRows int64) (indexed bool, err error) {
+// PagesWithin reports whether a window read fetches at most maxRows rows and, for a row group
+// without a page index, maxBytes uncompressed bytes of any row group of the chunk, as it does of
+// a chunk storeopt wrote: every row group has rows, and either a page index (PageIndexOf) whose
+// pages each hold at most maxRows rows, or no more than maxRows rows and maxBytes bytes (it is
+// fetched whole). A page index that cannot be read or decoded counts as none: the chunk is still
+// readable without it, and whoever then reads the chunk reports a store that fails. The error is
+// a panic of storeopt's own code.
+func (c *Chunk) PagesWithin(maxRows, maxBytes int64) (within bool, err error) {
 	defer func() { // after guard: a page index that cannot be decoded counts as none
 		if IsInputError(err) {
-			indexed, err = false, nil
+			within, err = false, nil
 		}
 	}()
 	defer guard(&err, "read page index")
+	if !c.WindowReadable(maxRows, maxBytes) {
+		return false, nil
+	}
 	for rg := range c.NumRowGroups() {
 		pi := c.PageIndex(rg)
-		if c.RowGroupRows(rg) == 0 || pi.Timestamps == nil || pi.Timestamps.End() > c.size || pi.Offsets.End() > c.size {
+		if pi.Timestamps == nil {
+			continue // small enough to be fetched whole (WindowReadable)
+		}
+		if pi.Timestamps.End() > c.size || pi.Offsets.End() > c.size {
 			return false, nil
 		}
 		ix, ok, err := c.pageIndexOf(rg)
@@ -422,14 +430,19 @@ func (c *Chunk) PagesIndexed(maxRows int64) (indexed bool, err error) {
 			}
 		}
 	}
-	return c.NumRowGroups() > 0, nil
+	return true, nil
 }
 
-// HasPageIndex reports whether every row group of the chunk has a page index (PageIndexOf),
-// from the footer alone: whether PagesIndexed may hold, without reading the index.
-func (c *Chunk) HasPageIndex() bool {
+// WindowReadable is what the footer alone tells of PagesWithin: every row group has rows, and
+// either a page index (its pages not read here) or at most maxRows rows and maxBytes
+// uncompressed bytes.
+func (c *Chunk) WindowReadable(maxRows, maxBytes int64) bool {
 	for rg := range c.NumRowGroups() {
-		if c.PageIndex(rg).Timestamps == nil {
+		rows := c.RowGroupRows(rg)
+		if rows == 0 {
+			return false
+		}
+		if c.PageIndex(rg).Timestamps == nil && (rows > maxRows || c.RowGroupBytes(rg) > maxBytes) {
 			return false
 		}
 	}

@@ -9,17 +9,17 @@ import (
 // whole input chunk, stored in key order, within the size limit, with row groups within the
 // plan's bounds and a page index; every other output is written.
 func TestPassThrough(t *testing.T) {
-	// indexed makes a fixture's inputs ones the pass-through path may keep: a page index and
-	// row groups of rowGroupRows rows and about their bytes.
+	// indexed makes a fixture's inputs ones the pass-through path may keep: a page index (or
+	// small row groups) and row groups of rowGroupRows rows and about their bytes.
 	indexed := func(f fixture, rowGroupRows int64, except ...int) fixture {
 		for j := range f.inputs {
 			in := &f.inputs[j]
-			in.PageIndexed = true
+			in.WindowReadable = true
 			in.MaxRowGroupRows = min(rowGroupRows, in.Rows)
 			in.MaxRowGroupBytes = in.MaxRowGroupRows * (in.ArrowBytes / max(in.Rows, 1))
 		}
 		for _, j := range except {
-			f.inputs[j].PageIndexed = false
+			f.inputs[j].WindowReadable = false
 		}
 		return f
 	}
@@ -47,7 +47,7 @@ out2   [7@2:0, +inf) rows=2 bytes=20 inputs=[2] pass-through
 `,
 		},
 		{
-			name: "a chunk without a page index is written",
+			name: "a chunk a window read would fetch too much of is written",
 			f: indexed(build([]inputSpec{
 				{rows: cells(1, 2, 3), bytesPerRow: 10, footer: 5},
 				{rows: cells(4, 5, 6), bytesPerRow: 10, footer: 5},
@@ -144,7 +144,7 @@ out1   [4@1:0, +inf) rows=3 bytes=30 inputs=[1]
 // passes one through, and plans made before the facts were recorded never pass.
 func TestPassThroughOnlyInMerges(t *testing.T) {
 	f := build([]inputSpec{{rows: cells(1, 2, 3), bytesPerRow: 10, footer: 5}})
-	f.inputs[0].PageIndexed, f.inputs[0].MaxRowGroupRows, f.inputs[0].MaxRowGroupBytes = true, 3, 60
+	f.inputs[0].WindowReadable, f.inputs[0].MaxRowGroupRows, f.inputs[0].MaxRowGroupBytes = true, 3, 60
 	r, err := Rollup(f.inputs, [][]int{{0}}, f.totals, Options{})
 	if err != nil {
 		t.Fatal(err)

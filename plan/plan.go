@@ -68,12 +68,14 @@ type Input struct {
 	// once, its pages as stored being at most that (compaction.CopyMemory). 0 in plans made
 	// before it was recorded.
 	MaxRowGroupBytes int64 `json:"max_row_group_bytes,omitempty"`
-	// MaxRowGroupRows is the most rows one of the chunk's row groups holds, and PageIndexed
-	// says that each of its row groups has a page index (parquetio.Chunk.HasPageIndex): with
-	// its size, what makes a chunk one the pass-through path may keep (PassThrough). 0 and
-	// false in plans made before they were recorded.
+	// MaxRowGroupRows is the most rows one of the chunk's row groups holds, and WindowReadable
+	// says that a window read fetches no more of any of them than of a chunk storeopt writes
+	// (each has a page index or is no larger than one of the copy path's pages, as far as its
+	// footer tells: compaction.Scan.WindowReadable): with its size, what makes a chunk one the
+	// pass-through path may keep (PassThrough). 0 and false in plans made before they were
+	// recorded.
 	MaxRowGroupRows int64 `json:"max_row_group_rows,omitempty"`
-	PageIndexed     bool  `json:"page_indexed,omitempty"`
+	WindowReadable  bool  `json:"window_readable,omitempty"`
 }
 
 // InputBytes returns the object bytes of the chunks the plan reads (each chunk once, also when
