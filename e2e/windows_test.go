@@ -16,7 +16,7 @@ import (
 )
 
 // TestWindowReadsFetchOnlyTheirPages: after every policy step of a live IMU topic (ingested,
-// tiered, leveled with new chunks, full once finalized), random windows read by starter read's
+// tiered, leveled with new chunks, full once finalized, full again keeping every chunk), random windows read by starter read's
 // reader give the rows a brute-force read of the ingested chunks gives, in global order; and the
 // bytes they fetch are counted: from chunks without a page index (as ingested) a window fetches
 // the overlapping blocks whole, from storeopt's outputs it reads every block by its pages, and from
@@ -103,6 +103,18 @@ func TestWindowReadsFetchOnlyTheirPages(t *testing.T) {
 		t.Fatalf("full run %+v", res)
 	}
 	check("full")
+	// Queued again, the topic's chunks pass through: the copies read as the chunks did.
+	full := e.snapshot(t, tp.TopicID)
+	if err := e.cat.Enqueue(ctx, tp.TopicID); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.runPass(t, app.PassOptions{MaxChunkSizeBytes: maxChunk}); res.Optimized != 1 || res.Failed != 0 {
+		t.Fatalf("second full run %+v", res)
+	}
+	if !chunksKept(t, e, full) {
+		t.Fatal("the second full run did not keep the first one's chunks")
+	}
+	check("kept")
 }
 
 // footersAndIndexes bounds what a window read of a few chunks fetches besides pages: footers and
