@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/activities"
+	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/internal/pgtest"
 	"github.com/storeopt/storeopt/internal/testenv"
@@ -219,4 +220,14 @@ func TestQuarantineReportKeepsToScope(t *testing.T) {
 			t.Errorf("PlanTopics scope %v: quarantined %d %+v, want %d", tc.scope, plans.Quarantined, plans.QuarantinedTopics, tc.want)
 		}
 	}
+}
+
+// passThroughLimit is the output size limit at which each of chunks, recorded with a page index,
+// of about one size, is an output of its own that passes through: the largest chunk.
+func passThroughLimit(chunks []catalog.Chunk) int64 {
+	var largest int64
+	for _, c := range chunks {
+		largest = max(largest, c.SizeBytes)
+	}
+	return largest
 }

@@ -35,7 +35,10 @@ type PlanTotals struct {
 	Rows            int64
 	OutputChunks    int
 	OutputBytes     int64
-	Seconds         float64
+	// PassThroughChunks counts the output chunks that are input chunks kept as they are
+	// (docs/design.md#the-pass-through-path).
+	PassThroughChunks int `json:",omitempty"`
+	Seconds           float64
 }
 
 // Add adds o's figures to t's.
@@ -46,6 +49,7 @@ func (t *PlanTotals) Add(o PlanTotals) {
 	t.Rows += o.Rows
 	t.OutputChunks += o.OutputChunks
 	t.OutputBytes += o.OutputBytes
+	t.PassThroughChunks += o.PassThroughChunks
 	t.Seconds += o.Seconds
 }
 
@@ -162,7 +166,7 @@ func (a *Activities) planOne(ctx context.Context, nt catalog.NeedingTopic, maxCh
 		return tp, nil
 	}
 	tp.InputChunks, tp.InputBytes, tp.InputArrowBytes, tp.Rows = res.InputChunks, res.InputBytes, res.InputArrowBytes, res.InputRows
-	tp.OutputChunks, tp.OutputBytes = res.OutputChunks, res.OutputBytes
+	tp.OutputChunks, tp.OutputBytes, tp.PassThroughChunks = res.OutputChunks, res.OutputBytes, res.PassThroughChunks
 	tp.Seconds = model.Seconds(tp.InputArrowBytes, tp.Rows)
 	return tp, nil
 }

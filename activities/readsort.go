@@ -99,6 +99,9 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 	}
 	for _, o := range p.Outputs {
 		res.OutputBytes += o.EstBytes
+		if o.PassThrough {
+			res.PassThroughChunks++
+		}
 	}
 	if in.DryRun {
 		return res, nil
@@ -121,7 +124,7 @@ func (a *Activities) ReadSort(ctx context.Context, in ReadSortInput) (ReadSortRe
 		logger(ctx).Warn("Per-file footer values differ: the outputs keep the first chunk's", "topic", topic.Locator, "detail", k)
 	}
 	logger(ctx).Info("Plan stored", "topic", topic.Locator, "policy", p.EffectivePolicy(), "inputs", res.InputChunks,
-		"rows", res.InputRows, "outputs", res.OutputChunks, "groups", res.Groups)
+		"rows", res.InputRows, "outputs", res.OutputChunks, "passThrough", res.PassThroughChunks, "groups", res.Groups)
 	return res, nil
 }
 

@@ -188,7 +188,10 @@ type ReadSortResult struct {
 	InputRows    int64
 	InputBytes   int64
 	OutputChunks int
-	Groups       int // number of WriteChunks activities to run, groups 0..Groups-1
+	// PassThroughChunks counts the output chunks the plan marks PassThrough: input chunks to be
+	// kept as they are (docs/design.md#the-pass-through-path).
+	PassThroughChunks int `json:",omitempty"`
+	Groups            int // number of WriteChunks activities to run, groups 0..Groups-1
 	// FooterValuesKept describes the footer pairs whose values differ between the topic's
 	// chunks (per-file values: a pandas index range, a GeoParquet bounding box): the outputs
 	// keep the first chunk's value, the others are dropped and listed here (at most 16 keys).

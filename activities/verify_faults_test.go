@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/storeopt/storeopt/activities"
-	"github.com/storeopt/storeopt/catalog"
 	"github.com/storeopt/storeopt/faults"
 	"github.com/storeopt/storeopt/ingest"
 	"github.com/storeopt/storeopt/metrics"
@@ -200,8 +199,8 @@ func testInputLeftOut(t *testing.T, spec ingest.TopicSpec, path string) {
 		t.Fatal(err)
 	}
 	maxChunk := map[string]int64{
-		metrics.PathRewrite:     8 << 10,                   // outputs cut inside inputs
-		metrics.PathCopy:        96 << 10,                  // outputs of two whole inputs each
+		metrics.PathRewrite:     8 << 10,                  // outputs cut inside inputs
+		metrics.PathCopy:        96 << 10,                 // outputs of two whole inputs each
 		metrics.PathPassThrough: passThroughLimit(chunks), // outputs of one input each
 	}[path]
 	err = refusedCommit(t, a, ts[0], faults.PlanDropInput+"=on*1", maxChunk, path)
@@ -219,16 +218,6 @@ func testInputLeftOut(t *testing.T, spec ingest.TopicSpec, path string) {
 	if key == "" || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %q does not say %q", err, want)
 	}
-}
-
-// passThroughLimit is the output size limit at which each of chunks, recorded with a page index,
-// of about one size, is an output of its own that passes through: the largest chunk.
-func passThroughLimit(chunks []catalog.Chunk) int64 {
-	var largest int64
-	for _, c := range chunks {
-		largest = max(largest, c.SizeBytes)
-	}
-	return largest
 }
 
 // refusedCommit optimizes the topic with the faults spec (STOREOPT_FAULTS) and output chunks of

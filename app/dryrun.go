@@ -24,7 +24,7 @@ func WriteDryRun(w io.Writer, runID string, res workflows.StoreOptimizerResult) 
 		d.Planned-d.NothingToDo-d.WouldFail, d.NothingToDo, d.WouldFail, res.Quarantined)
 	fmt.Fprintf(tw, "read\t%d bytes in %d chunks (%d bytes of Arrow data), %d rows\n", d.InputBytes, d.InputChunks,
 		d.InputArrowBytes, d.Rows)
-	fmt.Fprintf(tw, "write\tabout %d bytes in %d chunks\n", d.OutputBytes, d.OutputChunks)
+	fmt.Fprintf(tw, "write\tabout %d bytes in %d chunks%s\n", d.OutputBytes, d.OutputChunks, keptText(d.PassThroughChunks))
 	fmt.Fprintf(tw, "seconds\tabout %.1f (one topic at a time)\n", d.Seconds)
 	if err := tw.Flush(); err != nil {
 		return err
@@ -63,4 +63,12 @@ func WriteJSON(w io.Writer, runID string, res workflows.StoreOptimizerResult) er
 		Run string
 		workflows.StoreOptimizerResult
 	}{runID, res})
+}
+
+// keptText says how many output chunks are input chunks kept as they are, "" when none.
+func keptText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of them input chunks kept as they are)", n)
 }
