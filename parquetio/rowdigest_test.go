@@ -3,9 +3,12 @@ package parquetio
 import (
 	"bytes"
 	"context"
+	"math"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 
@@ -14,7 +17,7 @@ import (
 )
 
 // batchDigest is the digest of every row of data read as record batches of lim.
-func batchDigest(t *testing.T, data []byte, lim Limits) verify.Digest {
+func batchDigest(t testing.TB, data []byte, lim Limits) verify.Digest {
 	t.Helper()
 	c, err := Open(bytes.NewReader(data), nil)
 	if err != nil {
@@ -90,6 +93,7 @@ func TestDigestRowsIsTheBatchDigest(t *testing.T) {
 	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithDataPageVersion(parquet.DataPageV2),
 		parquet.WithDataPageSize(16<<10), parquet.WithMaxRowGroupLength(200))
 	check("camera rows, V2 pages", encodePlainWith(t, rec.Schema(), props, nil, rec))
+	check("readings", writeRecord(t, readings(t, 3000)))
 	sensor := rows(t, topicSchema(), 0, 1000)
 	defer sensor.Release()
 	check("sensor rows (nested)", writeRecord(t, sensor))
@@ -124,4 +128,67 @@ func mustColumnChunk(t *testing.T, c *Chunk, rg, leaf int) *metadata.ColumnChunk
 		t.Fatal(err)
 	}
 	return cc
+}
+
+// readings builds n rows of a sensor topic of flat columns: a timestamp, required and nullable
+// float64 readings, a nullable int16.
+func readings(t *testing.T, n int) arrow.RecordBatch {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "y", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "status", Type: arrow.PrimitiveTypes.Int16, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i) * 2_500_000)
+		b.Field(1).(*array.Float64Builder).Append(math.Sin(float64(i)) * 9.81)
+		if i%11 == 3 {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.Float64Builder).Append(float64(i) / 7)
+		}
+		if i%5 == 0 {
+			b.Field(3).AppendNull()
+		} else {
+			b.Field(3).(*array.Int16Builder).Append(int16(i*37) - 20000)
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// BenchmarkDigestRows digests a chunk of 300 000 IMU-like rows (a timestamp, a frame name, ten
+// float64 readings) written by a Writer, from its pages (DigestRows) and as record batches.
+func BenchmarkDigestRows(b *testing.B) {
+	fields := []arrow.Field{{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64}, {Name: "frame_id", Type: arrow.BinaryTypes.String}}
+	for _, n := range []string{"ax", "ay", "az", "gx", "gy", "gz", "qx", "qy", "qz", "qw"} {
+		fields = append(fields, arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Float64})
+	}
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+	defer bld.Release()
+	for i := range 300_000 {
+		bld.Field(0).(*array.Int64Builder).Append(int64(i) * 2_500_000)
+		bld.Field(1).(*array.StringBuilder).Append("imu_link")
+		for k := 2; k < 12; k++ {
+			bld.Field(k).(*array.Float64Builder).Append(math.Sin(float64(i*k)) * 9.81)
+		}
+	}
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	data := writeRecord(b, rec)
+	lim := Limits{Rows: 65536, Bytes: 2 << 20}
+	b.Run("pages", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := rowDigest(data, lim); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("batches", func(b *testing.B) {
+		for b.Loop() {
+			batchDigest(b, data, lim)
+		}
+	})
 }
