@@ -31,7 +31,7 @@ type OutputResult struct {
 	Stats     chunkstats.Stats
 	// Read is the digest of the input rows merged into the chunk, as decoded from the inputs;
 	// Written the digest of the rows decoded from the chunk's bytes as the store holds them,
-	// read back after the upload with the reader the inputs are read with (docs/design.md#verification):
+	// read back after the upload (docs/design.md#verification):
 	// an encoder fault, a short or damaged upload shows as a difference.
 	Read, Written verify.Digest
 	// Taken is which stored rows of which input chunks the merge emitted into the chunk.
@@ -562,7 +562,8 @@ var EncodeWorkers = min(runtime.GOMAXPROCS(0), 4)
 var helpers = semaphore.NewWeighted(int64(max(runtime.GOMAXPROCS(0)-1, 1)))
 
 // readBackRows adds the digest of every row of the written chunk c (opened from key) to written,
-// decoded in batches of the plan's limits by up to ReadBackWorkers goroutines.
+// decoded by up to ReadBackWorkers goroutines (parquetio.Chunk.DigestRows: from its pages where
+// its columns allow, else in batches of the plan's limits).
 func readBackRows(ctx context.Context, in Inputs, key string, c *openedChunk, written *verify.Digest) error {
 	workers := 1
 	for workers < min(ReadBackWorkers, c.NumRowGroups()) && helpers.TryAcquire(1) {
@@ -587,16 +588,7 @@ func readBackRows(ctx context.Context, in Inputs, key string, c *openedChunk, wr
 			for rg := w; rg < rc.NumRowGroups(); rg += workers {
 				rowGroups = append(rowGroups, rg)
 			}
-			br, err := rc.BatchesWithin(gctx, in.limits(), rowGroups)
-			if err != nil {
-				return readBackError(key, err)
-			}
-			defer br.Release()
-			var h verify.Hasher
-			for rec := br.Next(); rec != nil; rec = br.Next() {
-				h.AddRows(&digests[w], rec, 0, rec.NumRows())
-			}
-			if err := br.Err(); err != nil {
+			if err := rc.DigestRows(gctx, in.limits(), rowGroups, &digests[w]); err != nil {
 				return readBackError(key, err)
 			}
 			return nil

@@ -135,7 +135,11 @@ func (p *rawPage) splitLevels(b []byte, maxDef int16) (levels, values []byte, ok
 // countDefined decodes the first n levels of b, an RLE/bit-packed hybrid run of bit width 1,
 // and returns how many are 1 (defined values). Fewer than n levels, or a level above 1, is an
 // error.
-func countDefined(b []byte, n int) (int, error) {
+func countDefined(b []byte, n int) (int, error) { return decodeDefLevels(b, n, nil) }
+
+// decodeDefLevels is countDefined that also sets defined[i] to whether level i is 1 (when
+// defined is not nil: n entries).
+func decodeDefLevels(b []byte, n int, defined []bool) (int, error) {
 	ones, seen := 0, 0
 	for seen < n {
 		header, k := binary.Uvarint(b)
@@ -154,6 +158,11 @@ func countDefined(b []byte, n int) (int, error) {
 					break
 				}
 				ones += bits.OnesCount8(v & byte(1<<take-1))
+				if defined != nil {
+					for j := range take {
+						defined[seen+j] = v&(1<<j) != 0
+					}
+				}
 				seen += take
 			}
 			b = b[groups:]
@@ -169,6 +178,11 @@ func countDefined(b []byte, n int) (int, error) {
 		take := int(min(run, uint64(n-seen)))
 		if b[0] == 1 {
 			ones += take
+		}
+		if defined != nil {
+			for j := range take {
+				defined[seen+j] = b[0] == 1
+			}
 		}
 		seen += take
 		b = b[1:]

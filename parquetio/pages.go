@@ -42,11 +42,7 @@ func (c *Chunk) HiddenRowBytes(ctx context.Context, rg int, batchBytes int64) (r
 			other += max(cc.TotalUncompressedSize(), 0)
 			continue
 		}
-		start := cc.DataPageOffset()
-		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < start {
-			start = cc.DictionaryPageOffset()
-		}
-		largest, err := c.largestPage(ctx, start, cc.TotalCompressedSize())
+		largest, err := c.largestPage(ctx, columnChunkStart(cc), cc.TotalCompressedSize())
 		if err != nil {
 			return 0, 0, &InputError{Err: fmt.Errorf("row group %d column %q: %w", rg, md.Schema.Column(col).Path(), err)}
 		}

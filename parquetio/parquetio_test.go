@@ -433,6 +433,88 @@ func TestParallelEncodingWritesTheSameBytes(t *testing.T) {
 	}
 }
 
+// cameraRows builds rows [from, from+n) of a camera topic: a timestamp, a frame name and a
+// payload of 3000 pseudo-random bytes, most of a row's bytes.
+func cameraRows(t testing.TB, from, n int) arrow.RecordBatch {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "timestamp_ns", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "frame_id", Type: arrow.BinaryTypes.String},
+		{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	payload := make([]byte, 3000)
+	for i := from; i < from+n; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i) * 33_000_000)
+		b.Field(1).(*array.StringBuilder).Append("camera_front")
+		if i%9 == 4 {
+			b.Field(2).AppendNull()
+			continue
+		}
+		for k := range payload {
+			payload[k] = byte((i*7919 + k*k) >> 3)
+		}
+		b.Field(2).(*array.BinaryBuilder).Append(payload)
+	}
+	return b.NewRecordBatch()
+}
+
+// TestOneColumnRowGroupsWriteTheSameBytes writes camera rows, whose bytes are one column's, with
+// several encoders: each row group is then encoded streamed (Writer.streamed), as one encoder
+// encodes it, and the file is the same bytes as one encoder's.
+func TestOneColumnRowGroupsWriteTheSameBytes(t *testing.T) {
+	const n = 3000
+	first := cameraRows(t, 0, 1)
+	schema := first.Schema()
+	rec := cameraRows(t, 0, n)
+	defer rec.Release()
+	if !oneColumn([]arrow.RecordBatch{rec}) {
+		t.Fatal("camera rows are not seen as one column's bytes")
+	}
+	sensor := rows(t, topicSchema(), 0, 1000)
+	defer sensor.Release()
+	if oneColumn([]arrow.RecordBatch{sensor}) {
+		t.Fatal("sensor rows are seen as one column's bytes")
+	}
+	c, err := Open(bytes.NewReader(encodePlain(t, schema, first)), nil)
+	first.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := c.Layout()
+	c.Close()
+	write := func(opts WriterOptions, split int64) []byte {
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, layout, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := int64(0); off < n; off += split {
+			part := rec.NewSlice(off, min(off+split, n))
+			err := w.Write(part)
+			part.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, split := range []int64{7, 100, n} {
+		want := write(WriterOptions{RowGroupRows: 1000}, split)
+		for _, opts := range []WriterOptions{{RowGroupRows: 1000, EncodeWorkers: 2}, {RowGroupRows: 1000, EncodeWorkers: 4},
+			{RowGroupRows: 1000, EncodeWorkers: 4, Helpers: semaphore.NewWeighted(0)}} {
+			if got := write(opts, split); !bytes.Equal(got, want) {
+				t.Errorf("batches of %d rows, %d encoders: %d bytes, differing from the %d bytes of one encoder",
+					split, opts.EncodeWorkers, len(got), len(want))
+			}
+		}
+	}
+}
+
 func TestNewWriterRequiresLayout(t *testing.T) {
 	if _, err := NewWriter(&bytes.Buffer{}, nil, WriterOptions{}); err == nil {
 		t.Fatalf("writer without layout accepted")

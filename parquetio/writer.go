@@ -49,7 +49,9 @@ type WriterOptions struct {
 	// by up to EncodeWorkers goroutines at once, and the buffers are written in column order
 	// when the row group ends; the writer then holds the row group's encoded pages and at most
 	// a quarter of it as Arrow data, and the encoding of a row group overlaps the production of
-	// its next batches instead of waiting for the row group to be complete.
+	// its next batches instead of waiting for the row group to be complete. A row group whose
+	// first quarter holds nearly all its bytes in one column (camera frames) is encoded as with
+	// one encoder instead: its columns cannot be encoded in parallel to any gain.
 	// The file's bytes are the same either way and whatever the goroutines' timing: every
 	// column writer is given the same pieces of the same batches in the same order.
 	EncodeWorkers int
@@ -141,8 +143,14 @@ type Writer struct {
 	open    file.BufferedRowGroupWriter
 	cutters []*pageCutter
 	faulty  bool
-	rows    int64
-	groups  int
+	// streamed says the row group being gathered is encoded as with one encoder, column chunk
+	// after column chunk straight to the underlying writer when it ends, although the writer has
+	// several: its first share of rows held most of its bytes in one column (oneColumn), so
+	// encoding its columns in parallel would gain nothing, and buffering its pages would copy
+	// them once more and grow a buffer per column chunk.
+	streamed bool
+	rows     int64
+	groups   int
 	// distinct holds the values of the row group being gathered for each column whose
 	// distinct values a row group must keep within its dictionary's index type.
 	distinct []distinctValues
@@ -365,9 +373,13 @@ func (w *Writer) WriteSized(rec arrow.RecordBatch, bytes int64) error {
 			if err := w.flushRowGroup(); err != nil {
 				return fmt.Errorf("write chunk: %w", err)
 			}
-		} else if len(w.enc) > 1 && (w.pendingRows >= max(w.rgRows/EncodeShare, 1) ||
+		} else if len(w.enc) > 1 && !w.streamed && (w.pendingRows >= max(w.rgRows/EncodeShare, 1) ||
 			(w.rgBytes > 0 && w.pendingBytes >= w.rgBytes/EncodeShare)) {
-			if err := w.encodeHeld(); err != nil {
+			if w.open == nil && oneColumn(w.pending) {
+				// Encoding this row group's columns in parallel cannot gain: hold its rows and
+				// encode it streamed when it ends (see streamed).
+				w.streamed = true
+			} else if err := w.encodeHeld(); err != nil {
 				return fmt.Errorf("write chunk: %w", w.encodeError(err))
 			}
 		}
@@ -395,16 +407,39 @@ func (w *Writer) checkBatch(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// flushRowGroup ends the row group being gathered: with one encoder it encodes the held rows
-// and releases them, with more it encodes the rows not encoded yet and closes the buffered row
-// group (writing its column chunks). No rows, no row group: an output never has an empty row group.
+// oneColumn says whether one top-level column holds at least 7/8 of the bytes of recs' buffers
+// (a column's own buffers, not its children's: an estimate; a slice counts the buffers it shares
+// whole, and all columns of a batch are sliced alike): camera frames beside a few small fields.
+// Encoding the columns of such rows in parallel shortens their encoding by an eighth at most.
+func oneColumn(recs []arrow.RecordBatch) bool {
+	if len(recs) == 0 {
+		return false
+	}
+	sizes := make([]int64, recs[0].NumCols())
+	var total int64
+	for _, rec := range recs {
+		for i, col := range rec.Columns() {
+			for _, b := range col.Data().Buffers() {
+				if b != nil {
+					sizes[i] += int64(b.Len())
+					total += int64(b.Len())
+				}
+			}
+		}
+	}
+	return total > 0 && 8*slices.Max(sizes) >= 7*total
+}
+
+// flushRowGroup ends the row group being gathered: with one encoder (or a streamed row group) it
+// encodes the held rows and releases them, with more it encodes the rows not encoded yet and
+// closes the buffered row group (writing its column chunks). No rows, no row group: an output never has an empty row group.
 func (w *Writer) flushRowGroup() (err error) {
 	defer w.releasePending()
 	defer func() { err = w.encodeError(err) }()
 	if w.inGroup == 0 {
 		return nil
 	}
-	if len(w.enc) > 1 {
+	if len(w.enc) > 1 && !w.streamed {
 		if err = w.encodeHeld(); err == nil {
 			err = w.open.Close()
 		}
@@ -575,7 +610,7 @@ func (w *Writer) Discard() {
 
 func (w *Writer) releasePending() {
 	w.dropHeld()
-	w.inGroup, w.held = 0, 0
+	w.inGroup, w.held, w.streamed = 0, 0, false
 	for i := range w.distinct {
 		clear(w.distinct[i].seen)
 	}

@@ -59,11 +59,8 @@ func (h *Hasher) AddRows(d *Digest, rec arrow.RecordBatch, from, to int64) {
 	if n <= 0 {
 		return
 	}
-	h.rows = resize(h.rows, n)
+	h.StartRows(n)
 	h.col = resize(h.col, n)
-	for i := range h.rows {
-		h.rows[i] = 0x9e3779b97f4a7c15
-	}
 	// Each value's hash is already mixed with its column's salt: adding them up is enough to
 	// combine a row's columns (one mix per value, and one per row below; it was two per value).
 	for c, arr := range rec.Columns() {
@@ -75,12 +72,73 @@ func (h *Hasher) AddRows(d *Digest, rec arrow.RecordBatch, from, to int64) {
 			h.rows[i] += v
 		}
 	}
+	h.EndRows(d)
+}
+
+// StartRows starts the digest of n rows whose values are then added column by column, in any
+// order, by readers that decode a chunk's pages without building Arrow arrays (Column, AddArray),
+// and ends it with EndRows. The rows' digest is the one AddRows takes of the same values read as
+// Arrow arrays of the types Column's methods name.
+func (h *Hasher) StartRows(n int) {
+	h.rows = resize(h.rows, n)
+	for i := range h.rows {
+		h.rows[i] = 0x9e3779b97f4a7c15
+	}
+}
+
+// EndRows adds the rows started by StartRows to d.
+func (h *Hasher) EndRows(d *Digest) {
 	var sum uint64
 	for _, r := range h.rows {
 		sum += mix(r ^ 0xd6e8feb86659fd93)
 	}
-	d.Rows += int64(n)
+	d.Rows += int64(len(h.rows))
 	d.Sum += sum
+}
+
+// AddArray adds arr, the values of column c (its index among the batch's columns) of rows
+// at, at+1, … of those started, to their hashes.
+func (h *Hasher) AddArray(c int, arr arrow.Array, at int) {
+	rows := h.rows[at : at+arr.Len()]
+	if addFixedWidth(rows, arr, 0, uint64(c+1)) {
+		return
+	}
+	h.col = resize(h.col, len(rows))
+	hashColumn(h.col, arr, 0, uint64(c+1))
+	for i, v := range h.col {
+		rows[i] += v
+	}
+}
+
+// Column adds the values of column c (its index among the batch's columns) to the hashes of the
+// rows started by StartRows, one value at a time: each method hashes its value as hashColumn
+// hashes the value of an Arrow array of the type it names.
+type Column struct {
+	rows []uint64
+	salt uint64
+}
+
+// Column returns column c's adder for the rows started.
+func (h *Hasher) Column(c int) Column { return Column{rows: h.rows, salt: mix(uint64(c + 1))} }
+
+// Bytes adds value v of a binary or string array at row i.
+func (c Column) Bytes(i int, v []byte) { c.rows[i] += xxh3.HashSeed(v, c.salt) }
+
+// Fixed adds value v of a fixed-width array at row i: its bytes, little-endian, as an integer
+// (a float's bits; the width's bytes only).
+func (c Column) Fixed(i int, v uint64) { c.rows[i] += mix(v ^ c.salt) }
+
+// Bool adds value v of a boolean array at row i.
+func (c Column) Bool(i int, v bool) { c.rows[i] += hashBool(c.salt, v) }
+
+// Null adds a null at row i.
+func (c Column) Null(i int) { c.rows[i] += mix(c.salt ^ nullHash) }
+
+func hashBool(salt uint64, v bool) uint64 {
+	if v {
+		return mix(salt ^ 1)
+	}
+	return mix(salt ^ 2)
 }
 
 // Record returns the digest of all rows of rec.
@@ -138,11 +196,7 @@ func hashColumn(out []uint64, arr arrow.Array, from int, salt uint64) {
 		}
 	case *array.Boolean:
 		for i := range out {
-			if a.Value(from + i) {
-				out[i] = mix(salt ^ 1)
-			} else {
-				out[i] = mix(salt ^ 2)
-			}
+			out[i] = hashBool(salt, a.Value(from+i))
 		}
 	default:
 		// A dictionary type is "fixed width" (its indices) but must be hashed by value.
