@@ -18,11 +18,15 @@ import (
 
 // measurement is one run of one job.
 type measurement struct {
-	Seconds      float64            `json:"seconds"`
-	CPUSeconds   float64            `json:"cpu_seconds"`
-	PeakRSSBytes int64              `json:"peak_rss_bytes"`
-	Phases       map[string]float64 `json:"phases,omitempty"`
-	Rows         int64              `json:"rows"`
+	Seconds      float64 `json:"seconds"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	// PeakAnonBytes and PeakFileBytes split the peak: the largest anonymous and file-backed
+	// resident bytes sampled (jobResult; 0 for jobs not run by a bench child).
+	PeakAnonBytes int64              `json:"peak_anon_bytes,omitempty"`
+	PeakFileBytes int64              `json:"peak_file_bytes,omitempty"`
+	Phases        map[string]float64 `json:"phases,omitempty"`
+	Rows          int64              `json:"rows"`
 	// DryRun is the dry run's estimate of the worker job's pass (nil for other jobs).
 	DryRun *dryRunFacts `json:"dry_run,omitempty"`
 	// Paths is how the storeopt job's output chunks were written (nil for other jobs).
@@ -54,6 +58,8 @@ type jobReport struct {
 	Paths             *pathBytes         `json:"paths"`
 	Path              string             `json:"path,omitempty"`
 	PeakRSSBytes      int64              `json:"peak_rss_bytes"`
+	PeakAnonBytes     int64              `json:"peak_anon_bytes"`
+	PeakFileBytes     int64              `json:"peak_file_bytes"`
 	OutputChunks      int                `json:"output_chunks"`
 	Sorted            *bool              `json:"sorted"` // null for read
 	SortProblem       string             `json:"sort_problem,omitempty"`
@@ -140,13 +146,16 @@ func runJob(ctx context.Context, cfg config, srv *server, d *dataset, job string
 			rep.Paths, rep.Path = m.Paths, m.Paths.path()
 			paths = "; " + m.Paths.String()
 		}
-		logf("%s %s run %d/%d: %.2f s wall, %.2f s cpu, %.0f MiB peak RSS, %d rows%s%s",
-			d.Name, job, r+1, cfg.runs, m.Seconds, m.CPUSeconds, float64(m.PeakRSSBytes)/(1<<20), m.Rows, checkSummary(m.Check), paths)
+		logf("%s %s run %d/%d: %.2f s wall, %.2f s cpu, %.0f MiB peak RSS%s, %d rows%s%s",
+			d.Name, job, r+1, cfg.runs, m.Seconds, m.CPUSeconds, float64(m.PeakRSSBytes)/(1<<20), rssSplit(m.PeakAnonBytes, m.PeakFileBytes),
+			m.Rows, checkSummary(m.Check), paths)
 	}
 	rep.Seconds = median(rep.Runs, func(m measurement) float64 { return m.Seconds })
 	rep.CPUSeconds = median(rep.Runs, func(m measurement) float64 { return m.CPUSeconds })
 	rep.CPUSecondsPerArrowGB = perArrowGB(rep.CPUSeconds, rep.InputArrowBytes)
 	rep.PeakRSSBytes = int64(median(rep.Runs, func(m measurement) float64 { return float64(m.PeakRSSBytes) }))
+	rep.PeakAnonBytes = int64(median(rep.Runs, func(m measurement) float64 { return float64(m.PeakAnonBytes) }))
+	rep.PeakFileBytes = int64(median(rep.Runs, func(m measurement) float64 { return float64(m.PeakFileBytes) }))
 	rep.Phases = map[string]float64{}
 	for name := range rep.Runs[0].Phases {
 		rep.Phases[name] = median(rep.Runs, func(m measurement) float64 { return m.Phases[name] })
@@ -316,6 +325,7 @@ func runChildProcess(ctx context.Context, runDir, job string, spec jobSpec, env 
 	if res.PeakRSSBytes > 0 {
 		m.PeakRSSBytes = res.PeakRSSBytes
 	}
+	m.PeakAnonBytes, m.PeakFileBytes = res.PeakAnonBytes, res.PeakFileBytes
 	if runErr != nil {
 		return res, m, fmt.Errorf("child process: %w", runErr)
 	}
