@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -357,5 +358,21 @@ func TestStatusBytes(t *testing.T) {
 	}
 	if got := parseVmHWM(status); got != 118152<<10 {
 		t.Errorf("parseVmHWM = %d", got)
+	}
+}
+
+func TestWithoutMemProfiling(t *testing.T) {
+	for _, c := range []struct{ env, want []string }{
+		{[]string{"A=1"}, []string{"A=1", "GODEBUG=memprofilerate=0"}},
+		{[]string{"GODEBUG=gctrace=1", "B=2"}, []string{"GODEBUG=gctrace=1,memprofilerate=0", "B=2"}},
+		{[]string{"GODEBUG=memprofilerate=4096"}, []string{"GODEBUG=memprofilerate=4096"}}, // the user's choice stands
+	} {
+		in := slices.Clone(c.env)
+		if got := withoutMemProfiling(c.env); !slices.Equal(got, c.want) {
+			t.Errorf("withoutMemProfiling(%q) = %q, want %q", in, got, c.want)
+		}
+		if !slices.Equal(c.env, in) {
+			t.Errorf("withoutMemProfiling modified its argument: %q", c.env)
+		}
 	}
 }
