@@ -201,7 +201,8 @@ func memSummary() string {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return fmt.Sprintf("%sGo MiB: %s; GCs %d", rss, strings.Join(parts, ", "), ms.NumGC)
+	return fmt.Sprintf("%sGo MiB: %s; allocated in all %.0f MiB, GCs %d", rss, strings.Join(parts, ", "),
+		float64(ms.TotalAlloc)/(1<<20), ms.NumGC)
 }
 
 // readJob decodes every input chunk once with pqarrow, two files at a time.
