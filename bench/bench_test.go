@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -328,5 +329,55 @@ func TestOverlappingChunk(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+func TestTableSplitsPeakRSS(t *testing.T) {
+	reports := pathReports()
+	reports[1].PeakRSSBytes, reports[1].PeakAnonBytes, reports[1].PeakFileBytes = 100<<20, 60<<20, 41<<20
+	var buf bytes.Buffer
+	printTable(&buf, reports, nil, 64<<20)
+	lines := strings.Split(buf.String(), "\n")
+	if header := strings.Join(strings.Fields(lines[0]), " "); !strings.Contains(header, "peak RSS MiB anon MiB file MiB out chunks") {
+		t.Fatalf("header %q has no anon and file columns after peak RSS", header)
+	}
+	// Columns: … cpu s/GB peak RSS MiB anon MiB file MiB out chunks sorted metadata
+	read, storeopt := strings.Fields(lines[1]), strings.Fields(lines[2])
+	if got := strings.Join(read[len(read)-5:len(read)-3], " "); got != "- -" {
+		t.Errorf("read row without a split: anon and file cells %q, want dashes (%q)", got, lines[1])
+	}
+	if got := strings.Join(storeopt[len(storeopt)-6:len(storeopt)-3], " "); got != "100 60 41" {
+		t.Errorf("storeopt row: peak, anon and file cells %q, want 100 60 41 (%q)", got, lines[2])
+	}
+	if want := "storeopt imu: peak RSS 100 MiB (anon 60 MiB, file 41 MiB) with a memory pool of 64 MiB (RSS - pool = 36 MiB)"; !strings.Contains(buf.String(), want) {
+		t.Errorf("table notes lack %q:\n%s", want, buf.String())
+	}
+}
+
+func TestStatusBytes(t *testing.T) {
+	status := "Name:\tbench\nVmHWM:\t  118152 kB\nVmRSS:\t  108664 kB\nRssAnon:\t   66656 kB\nRssFile:\t   42008 kB\n"
+	for key, want := range map[string]int64{"VmHWM:": 118152 << 10, "RssAnon:": 66656 << 10, "RssFile:": 42008 << 10, "RssShmem:": 0} {
+		if got := statusBytes(status, key); got != want {
+			t.Errorf("%s = %d, want %d", key, got, want)
+		}
+	}
+	if got := parseVmHWM(status); got != 118152<<10 {
+		t.Errorf("parseVmHWM = %d", got)
+	}
+}
+
+func TestWithoutMemProfiling(t *testing.T) {
+	for _, c := range []struct{ env, want []string }{
+		{[]string{"A=1"}, []string{"A=1", "GODEBUG=memprofilerate=0"}},
+		{[]string{"GODEBUG=gctrace=1", "B=2"}, []string{"GODEBUG=gctrace=1,memprofilerate=0", "B=2"}},
+		{[]string{"GODEBUG=memprofilerate=4096"}, []string{"GODEBUG=memprofilerate=4096"}}, // the user's choice stands
+	} {
+		in := slices.Clone(c.env)
+		if got := withoutMemProfiling(c.env); !slices.Equal(got, c.want) {
+			t.Errorf("withoutMemProfiling(%q) = %q, want %q", in, got, c.want)
+		}
+		if !slices.Equal(c.env, in) {
+			t.Errorf("withoutMemProfiling modified its argument: %q", c.env)
+		}
 	}
 }

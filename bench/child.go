@@ -53,6 +53,11 @@ type jobResult struct {
 	// parent's resident set at the time of the fork (Linux carries the high-water mark of the
 	// memory the child shared with its parent until exec into the child's rusage).
 	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
+	// PeakAnonBytes and PeakFileBytes are the largest RssAnon (anonymous pages: the Go runtime's
+	// memory) and RssFile (file-backed pages: the executable's) of /proc/self/status sampled
+	// every rssSampleEvery during the job: which of the two the peak is made of.
+	PeakAnonBytes int64 `json:"peak_anon_bytes,omitempty"`
+	PeakFileBytes int64 `json:"peak_file_bytes,omitempty"`
 	// Paths is how the storeopt job's output chunks were written (rewritten or copied).
 	Paths *pathBytes `json:"paths,omitempty"`
 }
@@ -72,6 +77,7 @@ func runChild(job, specPath, resultPath string) error {
 		logf("%s job: at start %s", job, memSummary())
 		defer func() { logf("%s job: at end %s", job, memSummary()) }()
 	}
+	stopSampling := sampleRSS()
 	var res jobResult
 	switch job {
 	case jobRead:
@@ -84,6 +90,7 @@ func runChild(job, specPath, resultPath string) error {
 		err = fmt.Errorf("unknown job")
 	}
 	res.PeakRSSBytes = peakRSS()
+	res.PeakAnonBytes, res.PeakFileBytes = stopSampling()
 	// Written even on failure: the parent deletes a failed storeopt run's prefix with it.
 	b, merr := json.Marshal(res)
 	if merr == nil {
@@ -104,10 +111,49 @@ func peakRSS() int64 {
 	return parseVmHWM(string(b))
 }
 
+// rssSampleEvery is how often sampleRSS reads the process's resident set.
+const rssSampleEvery = 10 * time.Millisecond
+
+// sampleRSS samples this process's RssAnon and RssFile every rssSampleEvery until the returned
+// function is called, which returns the largest of each seen (0 when unknown).
+func sampleRSS() (stop func() (anon, file int64)) {
+	var peakAnon, peakFile int64
+	sample := func() {
+		if b, err := os.ReadFile("/proc/self/status"); err == nil {
+			peakAnon = max(peakAnon, statusBytes(string(b), "RssAnon:"))
+			peakFile = max(peakFile, statusBytes(string(b), "RssFile:"))
+		}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(rssSampleEvery)
+		defer t.Stop()
+		for {
+			sample()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(done)
+		<-finished
+		sample()
+		return peakAnon, peakFile
+	}
+}
+
 // parseVmHWM returns the VmHWM line of a /proc/<pid>/status text in bytes (0 when absent).
-func parseVmHWM(status string) int64 {
+func parseVmHWM(status string) int64 { return statusBytes(status, "VmHWM:") }
+
+// statusBytes returns the line of a /proc/<pid>/status text named key (with its colon) in bytes
+// (0 when absent).
+func statusBytes(status, key string) int64 {
 	for _, line := range strings.Split(status, "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == key && f[2] == "kB" {
 			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
 				return kb * 1024
 			}
@@ -117,22 +163,46 @@ func parseVmHWM(status string) int64 {
 }
 
 // memSummary describes the process's memory for profiling (STOREOPT_BENCH_MEMSTATS=1): peak and
-// current RSS from /proc/self/status and the Go runtime's view.
+// current RSS from /proc/self/status (anonymous and file-backed pages apart) and the Go runtime's
+// memory by class (runtime/metrics /memory/classes).
 func memSummary() string {
 	var rss string
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "VmHWM") || strings.HasPrefix(line, "VmRSS") {
-				rss += strings.Join(strings.Fields(line), " ") + " "
+			for _, k := range []string{"VmHWM", "VmRSS", "RssAnon", "RssFile"} {
+				if strings.HasPrefix(line, k+":") {
+					rss += strings.Join(strings.Fields(line), " ") + " "
+				}
 			}
+		}
+	}
+	classes := []struct{ name, metric string }{
+		{"heap objects", "/memory/classes/heap/objects:bytes"},
+		{"heap unused", "/memory/classes/heap/unused:bytes"},
+		{"heap free", "/memory/classes/heap/free:bytes"},
+		{"heap released", "/memory/classes/heap/released:bytes"},
+		{"stacks", "/memory/classes/heap/stacks:bytes"},
+		{"GC metadata", "/memory/classes/metadata/other:bytes"},
+		{"spans", "/memory/classes/metadata/mspan/inuse:bytes"},
+		{"profiling", "/memory/classes/profiling/buckets:bytes"},
+		{"other", "/memory/classes/other:bytes"},
+		{"total", "/memory/classes/total:bytes"},
+	}
+	samples := make([]metrics.Sample, len(classes))
+	for i, c := range classes {
+		samples[i].Name = c.metric
+	}
+	metrics.Read(samples)
+	parts := make([]string, 0, len(classes))
+	for i, c := range classes {
+		if samples[i].Value.Kind() == metrics.KindUint64 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", c.name, float64(samples[i].Value.Uint64())/(1<<20)))
 		}
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	mib := func(v uint64) string { return fmt.Sprintf("%.0f", float64(v)/(1<<20)) }
-	return fmt.Sprintf("%sGo: sys %s MiB, heap sys %s, heap released %s, heap in use %s, stacks %s, other %s, GCs %d",
-		rss, mib(ms.Sys), mib(ms.HeapSys), mib(ms.HeapReleased), mib(ms.HeapInuse), mib(ms.StackSys),
-		mib(ms.Sys-ms.HeapSys-ms.StackSys), ms.NumGC)
+	return fmt.Sprintf("%sGo MiB: %s; allocated in all %.0f MiB, GCs %d", rss, strings.Join(parts, ", "),
+		float64(ms.TotalAlloc)/(1<<20), ms.NumGC)
 }
 
 // readJob decodes every input chunk once with pqarrow, two files at a time.

@@ -104,6 +104,23 @@ func pathCost(path string) string {
 	}
 }
 
+// mibCell renders bytes in MiB, "-" when unknown (0).
+func mibCell(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", float64(n)/(1<<20))
+}
+
+// rssSplit renders a peak's anonymous and file-backed parts (" (anon A MiB, file F MiB)"), "" when
+// unknown.
+func rssSplit(anon, file int64) string {
+	if anon <= 0 && file <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (anon %s MiB, file %s MiB)", mibCell(anon), mibCell(file))
+}
+
 func ratioCell(x *float64) string {
 	if x == nil {
 		return "-"
@@ -114,7 +131,7 @@ func ratioCell(x *float64) string {
 // printTable prints the job table (medians), the problems found and the ratios per dataset.
 func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "job\tshape\tinput MB\toutput MB\trows\tseconds\tcpu s\trewrite GB\tcopy GB\tpass GB\tpath\tcpu s/GB\tpeak RSS MiB\tout chunks\tsorted\tmetadata\t")
+	fmt.Fprintln(tw, "job\tshape\tinput MB\toutput MB\trows\tseconds\tcpu s\trewrite GB\tcopy GB\tpass GB\tpath\tcpu s/GB\tpeak RSS MiB\tanon MiB\tfile MiB\tout chunks\tsorted\tmetadata\t")
 	for _, r := range reports {
 		rows := fmt.Sprint(r.Rows)
 		if !r.RowsMatch {
@@ -130,9 +147,10 @@ func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int
 			rewriteGB, copyGB, passGB = gb(p.RewriteArrowBytes), gb(p.CopyArrowBytes), gb(p.PassArrowBytes)
 			path = firstNonEmpty(r.Path, "-")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n", r.Job, r.Shape,
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", r.Job, r.Shape,
 			float64(r.InputBytes)/1e6, outMB, rows, r.Seconds, r.CPUSeconds, rewriteGB, copyGB, passGB, path,
-			ratioCell(r.CPUSecondsPerArrowGB), float64(r.PeakRSSBytes)/(1<<20), outChunks, boolCell(r.Sorted), boolCell(r.MetadataPreserved))
+			ratioCell(r.CPUSecondsPerArrowGB), float64(r.PeakRSSBytes)/(1<<20), mibCell(r.PeakAnonBytes), mibCell(r.PeakFileBytes),
+			outChunks, boolCell(r.Sorted), boolCell(r.MetadataPreserved))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -168,8 +186,9 @@ func printTable(w io.Writer, reports []jobReport, ratios []ratioReport, pool int
 	if pool > 0 {
 		for _, r := range reports {
 			if r.Job == jobStoreopt || r.Job == jobWorker {
-				fmt.Fprintf(w, "%s %s: peak RSS %.0f MiB with a memory pool of %.0f MiB (RSS - pool = %.0f MiB)\n", r.Job, r.Shape,
-					float64(r.PeakRSSBytes)/(1<<20), float64(pool)/(1<<20), float64(r.PeakRSSBytes-pool)/(1<<20))
+				fmt.Fprintf(w, "%s %s: peak RSS %.0f MiB%s with a memory pool of %.0f MiB (RSS - pool = %.0f MiB)\n", r.Job, r.Shape,
+					float64(r.PeakRSSBytes)/(1<<20), rssSplit(r.PeakAnonBytes, r.PeakFileBytes), float64(pool)/(1<<20),
+					float64(r.PeakRSSBytes-pool)/(1<<20))
 			}
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,11 +20,15 @@ import (
 
 // measurement is one run of one job.
 type measurement struct {
-	Seconds      float64            `json:"seconds"`
-	CPUSeconds   float64            `json:"cpu_seconds"`
-	PeakRSSBytes int64              `json:"peak_rss_bytes"`
-	Phases       map[string]float64 `json:"phases,omitempty"`
-	Rows         int64              `json:"rows"`
+	Seconds      float64 `json:"seconds"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	// PeakAnonBytes and PeakFileBytes split the peak: the largest anonymous and file-backed
+	// resident bytes sampled (jobResult; 0 for jobs not run by a bench child).
+	PeakAnonBytes int64              `json:"peak_anon_bytes,omitempty"`
+	PeakFileBytes int64              `json:"peak_file_bytes,omitempty"`
+	Phases        map[string]float64 `json:"phases,omitempty"`
+	Rows          int64              `json:"rows"`
 	// DryRun is the dry run's estimate of the worker job's pass (nil for other jobs).
 	DryRun *dryRunFacts `json:"dry_run,omitempty"`
 	// Paths is how the storeopt job's output chunks were written (nil for other jobs).
@@ -54,6 +60,8 @@ type jobReport struct {
 	Paths             *pathBytes         `json:"paths"`
 	Path              string             `json:"path,omitempty"`
 	PeakRSSBytes      int64              `json:"peak_rss_bytes"`
+	PeakAnonBytes     int64              `json:"peak_anon_bytes"`
+	PeakFileBytes     int64              `json:"peak_file_bytes"`
 	OutputChunks      int                `json:"output_chunks"`
 	Sorted            *bool              `json:"sorted"` // null for read
 	SortProblem       string             `json:"sort_problem,omitempty"`
@@ -140,13 +148,16 @@ func runJob(ctx context.Context, cfg config, srv *server, d *dataset, job string
 			rep.Paths, rep.Path = m.Paths, m.Paths.path()
 			paths = "; " + m.Paths.String()
 		}
-		logf("%s %s run %d/%d: %.2f s wall, %.2f s cpu, %.0f MiB peak RSS, %d rows%s%s",
-			d.Name, job, r+1, cfg.runs, m.Seconds, m.CPUSeconds, float64(m.PeakRSSBytes)/(1<<20), m.Rows, checkSummary(m.Check), paths)
+		logf("%s %s run %d/%d: %.2f s wall, %.2f s cpu, %.0f MiB peak RSS%s, %d rows%s%s",
+			d.Name, job, r+1, cfg.runs, m.Seconds, m.CPUSeconds, float64(m.PeakRSSBytes)/(1<<20), rssSplit(m.PeakAnonBytes, m.PeakFileBytes),
+			m.Rows, checkSummary(m.Check), paths)
 	}
 	rep.Seconds = median(rep.Runs, func(m measurement) float64 { return m.Seconds })
 	rep.CPUSeconds = median(rep.Runs, func(m measurement) float64 { return m.CPUSeconds })
 	rep.CPUSecondsPerArrowGB = perArrowGB(rep.CPUSeconds, rep.InputArrowBytes)
 	rep.PeakRSSBytes = int64(median(rep.Runs, func(m measurement) float64 { return float64(m.PeakRSSBytes) }))
+	rep.PeakAnonBytes = int64(median(rep.Runs, func(m measurement) float64 { return float64(m.PeakAnonBytes) }))
+	rep.PeakFileBytes = int64(median(rep.Runs, func(m measurement) float64 { return float64(m.PeakFileBytes) }))
 	rep.Phases = map[string]float64{}
 	for name := range rep.Runs[0].Phases {
 		rep.Phases[name] = median(rep.Runs, func(m measurement) float64 { return m.Phases[name] })
@@ -219,6 +230,9 @@ func runOnce(ctx context.Context, cfg config, srv *server, d *dataset, job strin
 	if job == jobWorker {
 		res, m, err = runWorkerJob(ctx, cfg, d, spec.DatabaseURL)
 	} else {
+		if spec.MemProfile == "" {
+			env = withoutMemProfiling(env)
+		}
 		res, m, err = runChildProcess(ctx, runDir, job, spec, env)
 	}
 	if res.OutputPrefix != "" {
@@ -278,6 +292,25 @@ func jobBinary(ctx context.Context, job, dir string) (string, error) {
 	return jobBinaries.path, jobBinaries.err
 }
 
+// withoutMemProfiling returns env with the Go runtime's heap profiling sampling turned off
+// (GODEBUG memprofilerate=0, unless GODEBUG sets memprofilerate already). The worker does not
+// sample (its binary cannot write a heap profile, so the linker turns sampling off); a job
+// binary, which can (-memprofile), would otherwise keep a stack of every 512 KiB allocated, about
+// 1.5 MiB of the storeopt job's resident memory, which no worker holds.
+func withoutMemProfiling(env []string) []string {
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			if strings.Contains(v, "memprofilerate=") {
+				return env
+			}
+			out := slices.Clone(env)
+			out[i] = kv + ",memprofilerate=0"
+			return out
+		}
+	}
+	return append(slices.Clone(env), "GODEBUG=memprofilerate=0")
+}
+
 // runChildProcess runs job in a child process (jobBinary with -job) and measures it: wall time
 // here, CPU time and peak RSS from the child's rusage.
 func runChildProcess(ctx context.Context, runDir, job string, spec jobSpec, env []string) (jobResult, measurement, error) {
@@ -316,6 +349,7 @@ func runChildProcess(ctx context.Context, runDir, job string, spec jobSpec, env 
 	if res.PeakRSSBytes > 0 {
 		m.PeakRSSBytes = res.PeakRSSBytes
 	}
+	m.PeakAnonBytes, m.PeakFileBytes = res.PeakAnonBytes, res.PeakFileBytes
 	if runErr != nil {
 		return res, m, fmt.Errorf("child process: %w", runErr)
 	}

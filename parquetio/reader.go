@@ -108,8 +108,11 @@ func panickedDecoding() bool {
 type InMemory interface{ InMemory() bool }
 
 // streamBufferBytes is the read buffer of a column chunk of an in-memory object; page headers
-// larger than it grow it.
-const streamBufferBytes = 64 << 10
+// larger than it grow it. It is arrow-go's first peek for a page header (16 KiB): a larger buffer
+// only copies more of the page ahead of the read that takes the page out of it, and every column
+// chunk read allocates one (64 KiB buffers were 1 GB of the 6.6 GB the bench's IMU rewrite
+// allocated at a 64 MiB pool, and 2-3 MiB of its live heap with a merge's inputs open).
+const streamBufferBytes = 16 << 10
 
 // wholeColumnChunkBytes is the largest column chunk (stored bytes) of an object read by range
 // requests that is read whole before decoding (one request per column chunk); larger ones are
